@@ -1,0 +1,82 @@
+// Command quavon is the operator's and developer's CLI.
+//
+//	quavon keys generate   print a new sandbox pool key (base64, 32 random bytes)
+//	quavon keys id         print the ids of the configured sandbox keys
+//
+// Further subcommands (scan, migrate, doctor, sandbox run) arrive with the
+// features they drive.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/sandbox"
+)
+
+const usage = `usage: quavon <command>
+
+commands:
+  keys generate   print a new sandbox pool key: put it in the file named by
+                  QUAVON_SANDBOX_SIGNING_KEY_FILE (mode 0600)
+  keys id         print the ids of the keys in QUAVON_SANDBOX_SIGNING_KEY_FILE
+                  and QUAVON_SANDBOX_PREVIOUS_KEYS_FILE
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if errors.Is(err, errUsage) {
+			fmt.Fprint(os.Stderr, usage)
+			os.Exit(2)
+		}
+		fmt.Fprintln(os.Stderr, "quavon:", err)
+		os.Exit(1)
+	}
+}
+
+var errUsage = errors.New("usage")
+
+func run(_ context.Context, args, environ []string, stdout, _ io.Writer) error {
+	if len(args) == 2 && args[0] == "keys" {
+		switch args[1] {
+		case "generate":
+			k := make([]byte, sandbox.MinKeyBytes)
+			rand.Read(k)
+			_, err := fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(k))
+			return err
+		case "id":
+			cfg, err := config.Load(environ)
+			if err != nil {
+				return err
+			}
+			ring, err := cfg.SandboxKeys()
+			if err != nil {
+				return err
+			}
+			for i, id := range ring.IDs() {
+				role := "previous (verify only)"
+				if i == 0 {
+					role = "current"
+				}
+				fmt.Fprintf(stdout, "%s\t%s\n", id, role)
+			}
+			return nil
+		}
+	}
+	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
+		_, err := fmt.Fprint(stdout, usage)
+		return err
+	}
+	return errUsage
+}

@@ -1,0 +1,135 @@
+// Package config reads Quavon's settings from the environment, in one place.
+//
+// Every setting is a QUAVON_* variable. Secrets are only ever read from
+// files named by *_FILE variables: a secret passed directly in the
+// environment is refused, because environments leak (process listings,
+// crash reports, child processes). Unknown QUAVON_* variables are refused
+// too, so a typo never silently falls back to a default. QUAVON_TEST_*
+// variables belong to the test suite and are ignored here.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/quavon/quavon/internal/sandbox"
+)
+
+// Env is the deployment environment. The zero value is not valid; Load
+// defaults to production.
+type Env string
+
+// Environments.
+const (
+	Production  Env = "production"
+	Development Env = "development"
+	Test        Env = "test"
+)
+
+// Config is every setting a Quavon process may read.
+type Config struct {
+	Env     Env
+	Sandbox Sandbox
+	Valkey  Valkey
+}
+
+// Sandbox settings shared by the worker and the runner.
+type Sandbox struct {
+	Pool             string
+	SigningKeyFile   string
+	PreviousKeysFile string
+	MaxSnapshotBytes int64
+}
+
+// Valkey connection settings.
+type Valkey struct {
+	Addr         string
+	User         string
+	PasswordFile string
+}
+
+// The variables Load knows, with their defaults.
+var known = map[string]string{
+	"QUAVON_ENV":                        string(Production),
+	"QUAVON_SANDBOX_POOL":               sandbox.DefaultPool,
+	"QUAVON_SANDBOX_SIGNING_KEY_FILE":   "",
+	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE": "",
+	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES": strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
+	"QUAVON_VALKEY_ADDR":                "127.0.0.1:6379",
+	"QUAVON_VALKEY_USER":                "",
+	"QUAVON_VALKEY_PASSWORD_FILE":       "",
+}
+
+// secretNames are refused outright: their _FILE form must be used.
+var secretNames = []string{
+	"QUAVON_SANDBOX_SIGNING_KEY", "QUAVON_SANDBOX_PREVIOUS_KEYS", "QUAVON_VALKEY_PASSWORD",
+	"QUAVON_ENCRYPTION_KEY", "QUAVON_DATABASE_PASSWORD",
+}
+
+// Load reads environ (os.Environ() form) and validates it. Every problem is
+// reported, not just the first.
+func Load(environ []string) (Config, error) {
+	vals := make(map[string]string, len(known))
+	for k, v := range known {
+		vals[k] = v
+	}
+	var errs []error
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "QUAVON_") || strings.HasPrefix(name, "QUAVON_TEST_") {
+			continue
+		}
+		if slices.Contains(secretNames, name) {
+			errs = append(errs, fmt.Errorf("%s: secrets are read only from files; set %s_FILE to a file holding it", name, name))
+			continue
+		}
+		if _, ok := known[name]; !ok {
+			errs = append(errs, fmt.Errorf("%s: unknown setting", name))
+			continue
+		}
+		vals[name] = value
+	}
+
+	c := Config{
+		Env: Env(vals["QUAVON_ENV"]),
+		Sandbox: Sandbox{
+			Pool:             vals["QUAVON_SANDBOX_POOL"],
+			SigningKeyFile:   vals["QUAVON_SANDBOX_SIGNING_KEY_FILE"],
+			PreviousKeysFile: vals["QUAVON_SANDBOX_PREVIOUS_KEYS_FILE"],
+		},
+		Valkey: Valkey{
+			Addr:         vals["QUAVON_VALKEY_ADDR"],
+			User:         vals["QUAVON_VALKEY_USER"],
+			PasswordFile: vals["QUAVON_VALKEY_PASSWORD_FILE"],
+		},
+	}
+	switch c.Env {
+	case Production, Development, Test:
+	default:
+		errs = append(errs, fmt.Errorf("QUAVON_ENV %q: want production, development or test", c.Env))
+	}
+	if _, err := sandbox.NamesFor(c.Sandbox.Pool); err != nil {
+		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_POOL: %w", err))
+	}
+	n, err := strconv.ParseInt(vals["QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"], 10, 64)
+	if err != nil || n <= 0 || n > sandbox.HardMaxSnapshotBytes {
+		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES: want 1..%d", sandbox.HardMaxSnapshotBytes))
+	}
+	c.Sandbox.MaxSnapshotBytes = n
+	if err := errors.Join(errs...); err != nil {
+		return Config{}, fmt.Errorf("configuration: %w", err)
+	}
+	return c, nil
+}
+
+// SandboxKeys loads the pool key ring; a process that signs or verifies
+// sandbox jobs refuses to start without a valid one.
+func (c Config) SandboxKeys() (*sandbox.KeyRing, error) {
+	if c.Sandbox.SigningKeyFile == "" {
+		return nil, errors.New("QUAVON_SANDBOX_SIGNING_KEY_FILE is not set")
+	}
+	return sandbox.LoadKeyRing(c.Sandbox.SigningKeyFile, c.Sandbox.PreviousKeysFile)
+}

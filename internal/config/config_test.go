@@ -1,0 +1,62 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := Load([]string{"HOME=/root", "QUAVON_TEST_VALKEY_ADDR=x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Env != Production {
+		t.Fatalf("QUAVON_ENV defaults to %q, want production", c.Env)
+	}
+	if c.Sandbox.Pool != "default" || c.Sandbox.MaxSnapshotBytes != 128<<20 {
+		t.Fatalf("sandbox defaults %+v", c.Sandbox)
+	}
+}
+
+func TestLoadRefuses(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"QUAVON_SANDBOX_SIGNING_KEY=abc"}, "QUAVON_SANDBOX_SIGNING_KEY: secrets are read only from files"},
+		{[]string{"QUAVON_VALKEY_PASSWORD=abc"}, "QUAVON_VALKEY_PASSWORD_FILE"},
+		{[]string{"QUAVON_SANDBOX_SIGNNG_KEY_FILE=/x"}, "QUAVON_SANDBOX_SIGNNG_KEY_FILE: unknown setting"},
+		{[]string{"QUAVON_ENV=prod"}, `QUAVON_ENV "prod"`},
+		{[]string{"QUAVON_ENV="}, `QUAVON_ENV ""`},
+		{[]string{"QUAVON_SANDBOX_POOL=A B"}, "QUAVON_SANDBOX_POOL"},
+		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES=-1"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"},
+		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES=2147483648"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"},
+	}
+	for _, c := range cases {
+		_, err := Load(c.env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Load(%q) = %v, want %q", c.env, err, c.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "abc") {
+			t.Errorf("Load(%q) echoes the secret: %v", c.env, err)
+		}
+	}
+	// All problems at once.
+	_, err := Load([]string{"QUAVON_ENV=x", "QUAVON_NOPE=1"})
+	if err == nil || !strings.Contains(err.Error(), "QUAVON_ENV") || !strings.Contains(err.Error(), "QUAVON_NOPE") {
+		t.Fatalf("want both errors, got %v", err)
+	}
+}
+
+func TestSandboxKeysRequiresAFile(t *testing.T) {
+	t.Parallel()
+	c, err := Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SandboxKeys(); err == nil || !strings.Contains(err.Error(), "QUAVON_SANDBOX_SIGNING_KEY_FILE") {
+		t.Fatalf("SandboxKeys without a file: %v", err)
+	}
+}

@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+	"unicode/utf8"
+)
+
+// ResultStatus is how a job ended.
+type ResultStatus string
+
+// Result statuses.
+const (
+	// StatusCompleted: the commands ran; ExitCode is the run step's.
+	StatusCompleted ResultStatus = "completed"
+	// StatusTimedOut: the runner killed the job at its wall clock.
+	StatusTimedOut ResultStatus = "timed_out"
+	// StatusFailed: the runner could not run the job (runtime, image, blob).
+	StatusFailed ResultStatus = "failed"
+	// StatusRejected: verification refused the job; nothing ran.
+	StatusRejected ResultStatus = "rejected"
+)
+
+// RejectReason is the stable code of a verification failure.
+type RejectReason string
+
+// Reject reasons, one per verification step.
+const (
+	RejectMalformed     RejectReason = "malformed_envelope"
+	RejectUnknownKey    RejectReason = "unknown_key"
+	RejectBadSignature  RejectReason = "bad_signature"
+	RejectSchemaInvalid RejectReason = "schema_invalid"
+	RejectExpired       RejectReason = "expired"
+	RejectTooFarAhead   RejectReason = "too_far_ahead"
+	RejectReplayed      RejectReason = "replayed"
+)
+
+var rejectReasons = []RejectReason{
+	RejectMalformed, RejectUnknownKey, RejectBadSignature, RejectSchemaInvalid,
+	RejectExpired, RejectTooFarAhead, RejectReplayed,
+}
+
+// SandboxResult is what a runner reports for one job. Artefacts are
+// untrusted text produced by repository code.
+type SandboxResult struct {
+	JobID           string            `json:"jobId"`
+	RunnerID        string            `json:"runnerId"`
+	Status          ResultStatus      `json:"status"`
+	RejectReason    RejectReason      `json:"rejectReason,omitempty"`
+	Error           string            `json:"error,omitempty"`
+	ImageDigest     string            `json:"imageDigest,omitempty"`
+	ExitCode        int               `json:"exitCode"`
+	DurationMillis  int64             `json:"durationMillis"`
+	OutputTruncated bool              `json:"outputTruncated,omitempty"`
+	Artefacts       map[string]string `json:"artefacts,omitempty"`
+	FinishedAt      time.Time         `json:"finishedAt"`
+}
+
+const (
+	maxErrorBytes        = 1024
+	maxResultOutputBytes = 64 << 20
+)
+
+var (
+	runnerIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+	digestRE   = regexp.MustCompile(`^(?:[a-z0-9][a-z0-9._/:-]{0,254}@)?sha256:[0-9a-f]{64}$`)
+)
+
+// Validate checks a result's shape; the worker also checks that JobID is the
+// job it waits for.
+func (r *SandboxResult) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if !idRE.MatchString(r.JobID) {
+		bad("jobId: want 8-64 of [A-Za-z0-9_-]")
+	}
+	if !runnerIDRE.MatchString(r.RunnerID) {
+		bad("runnerId: want 1-64 of [A-Za-z0-9._-]")
+	}
+	switch r.Status {
+	case StatusRejected:
+		if !slices.Contains(rejectReasons, r.RejectReason) {
+			bad("rejectReason %q: unknown", clip(string(r.RejectReason)))
+		}
+		if len(r.Artefacts) != 0 || r.ImageDigest != "" {
+			bad("a rejected job has no image and no artefacts")
+		}
+	case StatusCompleted, StatusTimedOut, StatusFailed:
+		if r.RejectReason != "" {
+			bad("rejectReason only with status rejected")
+		}
+	default:
+		bad("status %q: unknown", clip(string(r.Status)))
+	}
+	if len(r.Error) > maxErrorBytes || !utf8.ValidString(r.Error) {
+		bad("error: want at most %d bytes of UTF-8", maxErrorBytes)
+	}
+	if r.ImageDigest != "" && !digestRE.MatchString(r.ImageDigest) {
+		bad("imageDigest: want [repository@]sha256:<64 hex>")
+	}
+	if r.DurationMillis < 0 {
+		bad("durationMillis: negative")
+	}
+	var total int
+	for name, content := range r.Artefacts {
+		if len(name) > maxArtefactName || !artefactRE.MatchString(name) {
+			bad("artefact name %q: invalid", clip(name))
+		}
+		if !utf8.ValidString(content) {
+			bad("artefact %q: not UTF-8", clip(name))
+		}
+		total += len(content)
+	}
+	if total > maxResultOutputBytes {
+		bad("artefacts: %d bytes, limit %d", total, maxResultOutputBytes)
+	}
+	if r.FinishedAt.IsZero() || r.FinishedAt.Location() != time.UTC {
+		bad("finishedAt: required, UTC")
+	}
+	return errors.Join(errs...)
+}
+
+// Message is a fixed, human-readable text for a reject reason; results
+// never quote the refused input.
+func (r RejectReason) Message() string {
+	switch r {
+	case RejectMalformed:
+		return "the job envelope is malformed"
+	case RejectUnknownKey:
+		return "the job is signed with a key this runner does not know"
+	case RejectBadSignature:
+		return "the job signature does not verify"
+	case RejectSchemaInvalid:
+		return "the job does not match the contract"
+	case RejectExpired:
+		return "the job expired before a runner took it"
+	case RejectTooFarAhead:
+		return "the job is dated too far in the future"
+	case RejectReplayed:
+		return "the job was already taken once and is never run twice"
+	}
+	return "the job was refused"
+}

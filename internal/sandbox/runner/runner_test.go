@@ -1,0 +1,305 @@
+package runner_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/testenv"
+)
+
+// countingRuntime stands in for a container backend: it counts calls and,
+// like the real runner, fetches and deletes the job's snapshot.
+type countingRuntime struct {
+	calls atomic.Int32
+	blobs *sandbox.BlobStore
+	seen  []byte
+}
+
+func (r *countingRuntime) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.SandboxResult, error) {
+	r.calls.Add(1)
+	res := &sandbox.SandboxResult{Status: sandbox.StatusCompleted, ImageDigest: "sha256:" + strings.Repeat("a", 64),
+		Artefacts: map[string]string{"stdout.log": "secret-output-canary\n"}}
+	if r.blobs != nil {
+		data, err := r.blobs.Fetch(ctx, job.Base, job.TenantID)
+		if err != nil {
+			return nil, err
+		}
+		r.seen = data
+		if err := r.blobs.Delete(ctx, job.Base); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+var _ runner.Runtime = (*countingRuntime)(nil)
+
+func key(tb testing.TB, fill byte) sandbox.Key {
+	k, err := sandbox.NewKey(bytes.Repeat([]byte{fill}, 32))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return k
+}
+
+func keyRing(tb testing.TB, cur sandbox.Key, prev ...sandbox.Key) *sandbox.KeyRing {
+	r, err := sandbox.NewKeyRing(cur, prev...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type fixture struct {
+	pool    string
+	names   sandbox.Names
+	keys    *sandbox.KeyRing
+	queue   *sandbox.Queue
+	runner  *runner.Runner
+	runtime *countingRuntime
+	logs    *syncBuffer
+}
+
+// newFixture wires a real runner to real Valkey. worker is the control
+// plane's client, runnerClient the runner's (sandbox ACL user for the
+// default pool).
+func newFixture(t *testing.T, worker, runnerClient valkey.Client, pool string, keys *sandbox.KeyRing) *fixture {
+	t.Helper()
+	names, err := sandbox.NamesFor(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	consumer, err := sandbox.NewConsumer(runnerClient, names, "runner-test", 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := consumer.EnsureGroup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := sandbox.NewVerifier(keys, pool, sandbox.NewValkeyReplayGuard(runnerClient, names), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := sandbox.NewBlobStore(runnerClient, sandbox.BlobConfig{Names: names, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &countingRuntime{blobs: blobs}
+	logs := &syncBuffer{}
+	r, err := runner.New(runner.Config{ID: "runner-test", Source: consumer, Verifier: verifier, Keys: keys, Runtime: rt,
+		Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{pool: pool, names: names, keys: keys, queue: sandbox.NewQueue(worker, names, keys), runner: r, runtime: rt, logs: logs}
+}
+
+func (f *fixture) job(t *testing.T, worker valkey.Client, id string, snapshot []byte) *sandbox.SandboxJob {
+	t.Helper()
+	blobs, err := sandbox.NewBlobStore(worker, sandbox.BlobConfig{Names: f.names, Keys: f.keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := blobs.Store(context.Background(), "tenant-a", snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	return &sandbox.SandboxJob{
+		ID: id, Pool: f.pool, TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest, ImageClass: "node",
+		Base: ref, RunCommand: "npm test -- --canary-command", Egress: sandbox.Egress{Mode: sandbox.EgressNone},
+		Env: map[sandbox.EnvKey]string{sandbox.EnvNodeEnv: "canary-env-value"},
+		Limits: sandbox.Limits{CPUMillis: 1000, MemoryBytes: 256 << 20, Pids: 128, WallClockSeconds: 2, SetupSeconds: 1,
+			WorkBytes: 64 << 20, TmpBytes: 16 << 20, OutputBytes: 1 << 20, NoFile: 256, FileSizeBytes: 64 << 20},
+		IssuedAt: now, NotAfter: now.Add(5 * time.Minute),
+	}
+}
+
+// handle runs the runner once and returns the worker's view of the result.
+func (f *fixture) handle(t *testing.T, jobID string, wait time.Duration) (*sandbox.SandboxResult, error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := f.runner.HandleOne(ctx); err != nil && !errors.Is(err, sandbox.ErrReplayed) {
+		t.Logf("HandleOne: %v", err)
+	}
+	return f.queue.AwaitResult(ctx, jobID, time.Now().Add(wait))
+}
+
+// TestEndToEndUnderACL runs worker and runner with their real Valkey users:
+// the sandbox user's permissions cover everything the runner does, and the
+// runner's logs carry no command, env or output (SB10).
+func TestEndToEndUnderACL(t *testing.T) {
+	worker := testenv.Valkey(t, testenv.UserControlPlane)
+	sandboxUser := testenv.Valkey(t, testenv.UserSandbox)
+	f := newFixture(t, worker, sandboxUser, sandbox.DefaultPool, keyRing(t, key(t, 7)))
+	snapshot := []byte("a gzip tar would be here")
+	j := f.job(t, worker, "job-acl-e2e-"+time.Now().Format("150405.000000")[7:], snapshot)
+	t.Cleanup(func() { testenv.DeletePrefix(t, worker, f.names.Result(j.ID)) })
+	if err := f.queue.Enqueue(context.Background(), j); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.handle(t, j.ID, 5*time.Second)
+	if err != nil {
+		t.Fatalf("result: %v\nrunner logs:\n%s", err, f.logs)
+	}
+	if res.Status != sandbox.StatusCompleted || res.RunnerID != "runner-test" || res.JobID != j.ID {
+		t.Fatalf("result %+v", res)
+	}
+	if !bytes.Equal(f.runtime.seen, snapshot) {
+		t.Fatalf("runtime saw snapshot %q", f.runtime.seen)
+	}
+	logs := f.logs.String()
+	for _, canary := range []string{"canary-command", "canary-env-value", "secret-output-canary"} {
+		if strings.Contains(logs, canary) {
+			t.Errorf("runner logs contain %q:\n%s", canary, logs)
+		}
+	}
+	if !strings.Contains(logs, j.ID) {
+		t.Errorf("runner logs do not name the job:\n%s", logs)
+	}
+}
+
+// TestRejectedBeforeAnyRuntimeCall: every forged, stale or tampered job is
+// refused, reported to the worker as a rejected run, and never reaches the
+// runtime.
+func TestRejectedBeforeAnyRuntimeCall(t *testing.T) {
+	t.Parallel()
+	worker := testenv.Valkey(t, testenv.UserControlPlane)
+	pool := testenv.Pool(t, worker)
+	cur, other := key(t, 1), key(t, 2)
+	f := newFixture(t, worker, worker, pool, keyRing(t, cur))
+	ctx := context.Background()
+
+	sign := func(k sandbox.Key, j *sandbox.SandboxJob) []byte {
+		env, err := sandbox.SignJob(keyRing(t, k), j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env
+	}
+	tamper := func(env []byte, from, to string) []byte {
+		if !bytes.Contains(env, []byte(from)) {
+			t.Fatalf("envelope lacks %q", from)
+		}
+		return bytes.Replace(env, []byte(from), []byte(to), 1)
+	}
+	n := 0
+	newJob := func(mut func(j *sandbox.SandboxJob)) *sandbox.SandboxJob {
+		n++
+		j := f.job(t, worker, "job-reject-"+string(rune('a'+n))+"-x", []byte("snapshot"))
+		if mut != nil {
+			mut(j)
+		}
+		return j
+	}
+	unsigned := func(j *sandbox.SandboxJob) []byte {
+		c, _ := sandbox.Canonical(j)
+		b, _ := json.Marshal(map[string]any{"keyId": cur.ID(), "payload": json.RawMessage(c)})
+		return b
+	}
+
+	cases := []struct {
+		name string
+		job  *sandbox.SandboxJob
+		env  func(j *sandbox.SandboxJob) []byte
+		want sandbox.RejectReason
+	}{
+		{"unsigned", newJob(nil), unsigned, sandbox.RejectMalformed},
+		{"unknown key id", newJob(nil), func(j *sandbox.SandboxJob) []byte { return sign(other, j) }, sandbox.RejectUnknownKey},
+		{"wrong key under the current id", newJob(nil), func(j *sandbox.SandboxJob) []byte {
+			return tamper(sign(other, j), other.ID(), cur.ID())
+		}, sandbox.RejectBadSignature},
+		{"tampered command", newJob(nil), func(j *sandbox.SandboxJob) []byte {
+			return tamper(sign(cur, j), "npm test", "curl evil")
+		}, sandbox.RejectBadSignature},
+		{"tampered image class", newJob(nil), func(j *sandbox.SandboxJob) []byte {
+			return tamper(sign(cur, j), `"imageClass":"node"`, `"imageClass":"python"`)
+		}, sandbox.RejectBadSignature},
+		{"tampered tenant", newJob(nil), func(j *sandbox.SandboxJob) []byte {
+			return tamper(sign(cur, j), `"tenantId":"tenant-a"`, `"tenantId":"tenant-b"`)
+		}, sandbox.RejectBadSignature},
+		{"tampered egress", newJob(nil), func(j *sandbox.SandboxJob) []byte {
+			return tamper(sign(cur, j), `"mode":"none"`, `"mode":"registries"`)
+		}, sandbox.RejectBadSignature},
+		{"tampered limits", newJob(nil), func(j *sandbox.SandboxJob) []byte {
+			return tamper(sign(cur, j), `"pids":128`, `"pids":99999`)
+		}, sandbox.RejectBadSignature},
+		{"other pool", newJob(func(j *sandbox.SandboxJob) { j.Pool = "acme" }), func(j *sandbox.SandboxJob) []byte {
+			return sign(cur, j)
+		}, sandbox.RejectSchemaInvalid},
+		{"expired", newJob(func(j *sandbox.SandboxJob) {
+			j.IssuedAt, j.NotAfter = j.IssuedAt.Add(-10*time.Minute), j.IssuedAt.Add(-time.Minute)
+		}), func(j *sandbox.SandboxJob) []byte { return sign(cur, j) }, sandbox.RejectExpired},
+		{"too far ahead", newJob(func(j *sandbox.SandboxJob) {
+			j.IssuedAt, j.NotAfter = j.IssuedAt.Add(5*time.Minute), j.IssuedAt.Add(17*time.Minute)
+		}), func(j *sandbox.SandboxJob) []byte { return sign(cur, j) }, sandbox.RejectTooFarAhead},
+	}
+	for _, c := range cases {
+		if err := f.queue.EnqueueSigned(ctx, c.env(c.job)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := f.handle(t, c.job.ID, 5*time.Second)
+		if err != nil {
+			t.Errorf("%s: %v", c.name, err)
+			continue
+		}
+		if res.Status != sandbox.StatusRejected || res.RejectReason != c.want {
+			t.Errorf("%s: status %s reason %s, want rejected %s", c.name, res.Status, res.RejectReason, c.want)
+		}
+	}
+	if got := f.runtime.calls.Load(); got != 0 {
+		t.Fatalf("runtime called %d times for rejected jobs", got)
+	}
+
+	// A valid job runs once; its replay never reaches the runtime and does
+	// not overwrite the first run's result.
+	j := newJob(nil)
+	env := sign(cur, j)
+	for range 2 {
+		if err := f.queue.EnqueueSigned(ctx, env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.handle(t, j.ID, 5*time.Second)
+	if err != nil || res.Status != sandbox.StatusCompleted {
+		t.Fatalf("valid job: %+v, %v", res, err)
+	}
+	if _, err := f.handle(t, j.ID, time.Second); !errors.Is(err, sandbox.ErrResultTimeout) {
+		t.Fatalf("replay produced a result: %v", err)
+	}
+	if got := f.runtime.calls.Load(); got != 1 {
+		t.Fatalf("runtime called %d times, want exactly 1", got)
+	}
+	if !strings.Contains(f.logs.String(), `"reason":"replayed"`) {
+		t.Fatalf("replay not logged:\n%s", f.logs)
+	}
+}
