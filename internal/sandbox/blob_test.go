@@ -96,6 +96,33 @@ func TestBlobRoundTrip(t *testing.T) {
 	}
 }
 
+// TestBlobFreshIVs: no two chunks ever share an IV, within a blob or
+// across blobs.
+func TestBlobFreshIVs(t *testing.T) {
+	t.Parallel()
+	f := newBlobFixture(t, ring(t, 1))
+	ctx := context.Background()
+	seen := map[string]bool{}
+	plain := randomBytes(3 * sandbox.BlobChunkSize)
+	for range 3 {
+		ref, err := f.store.Store(ctx, "tenant-a", plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			c, err := f.admin.Do(ctx, f.admin.B().Get().Key(f.names.Blob(ref.BlobID, i)).Build()).AsBytes()
+			if err != nil {
+				t.Fatal(err)
+			}
+			iv := string(c[:12])
+			if seen[iv] {
+				t.Fatalf("IV %x reused", iv)
+			}
+			seen[iv] = true
+		}
+	}
+}
+
 func TestBlobRotationAndCaps(t *testing.T) {
 	t.Parallel()
 	old := newBlobFixture(t, ring(t, 2))

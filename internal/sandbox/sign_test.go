@@ -281,6 +281,11 @@ func TestVerifyOutcomes(t *testing.T) {
 			if !errors.Is(err, c.want) || job != nil {
 				t.Fatalf("Verify = %v, want %v", err, c.want)
 			}
+			if c.name == "too far ahead" && !strings.Contains(err.Error(), "notAfter") ||
+				c.name == "issued in the future" && !strings.Contains(err.Error(), "issuedAt") {
+				// Both checks report ErrTooFarAhead; each must still fire on its own.
+				t.Fatalf("Verify = %v names the wrong field", err)
+			}
 			for _, other := range []error{ErrMalformedEnvelope, ErrUnknownKey, ErrBadSignature, ErrSchemaInvalid, ErrExpired, ErrTooFarAhead, ErrReplayed} {
 				if other != c.want && errors.Is(err, other) {
 					t.Fatalf("Verify = %v matches both %v and %v", err, c.want, other)
