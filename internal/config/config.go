@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/snapshot"
 )
 
 // Env is the deployment environment. The zero value is not valid; Load
@@ -42,6 +43,8 @@ type Sandbox struct {
 	SigningKeyFile   string
 	PreviousKeysFile string
 	MaxSnapshotBytes int64
+	// MaxSnapshotEntries caps files and directories in one snapshot.
+	MaxSnapshotEntries int
 }
 
 // Valkey connection settings.
@@ -53,14 +56,15 @@ type Valkey struct {
 
 // The variables Load knows, with their defaults.
 var known = map[string]string{
-	"QUAVON_ENV":                        string(Production),
-	"QUAVON_SANDBOX_POOL":               sandbox.DefaultPool,
-	"QUAVON_SANDBOX_SIGNING_KEY_FILE":   "",
-	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE": "",
-	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES": strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
-	"QUAVON_VALKEY_ADDR":                "127.0.0.1:6379",
-	"QUAVON_VALKEY_USER":                "",
-	"QUAVON_VALKEY_PASSWORD_FILE":       "",
+	"QUAVON_ENV":                          string(Production),
+	"QUAVON_SANDBOX_POOL":                 sandbox.DefaultPool,
+	"QUAVON_SANDBOX_SIGNING_KEY_FILE":     "",
+	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE":   "",
+	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES":   strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
+	"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES": strconv.Itoa(snapshot.DefaultMaxEntries),
+	"QUAVON_VALKEY_ADDR":                  "127.0.0.1:6379",
+	"QUAVON_VALKEY_USER":                  "",
+	"QUAVON_VALKEY_PASSWORD_FILE":         "",
 }
 
 // secretNames are refused outright: their _FILE form must be used.
@@ -119,10 +123,21 @@ func Load(environ []string) (Config, error) {
 		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES: want 1..%d", sandbox.HardMaxSnapshotBytes))
 	}
 	c.Sandbox.MaxSnapshotBytes = n
+	e, err := strconv.Atoi(vals["QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"])
+	if err != nil || e <= 0 || e > 10_000_000 {
+		errs = append(errs, errors.New("QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES: want 1..10000000"))
+	}
+	c.Sandbox.MaxSnapshotEntries = e
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
 	return c, nil
+}
+
+// SnapshotLimits are the caps on snapshots the worker builds and the sandbox
+// unpacks.
+func (c Config) SnapshotLimits() snapshot.Limits {
+	return snapshot.Limits{MaxBytes: c.Sandbox.MaxSnapshotBytes, MaxEntries: c.Sandbox.MaxSnapshotEntries}
 }
 
 // SandboxKeys loads the pool key ring; a process that signs or verifies

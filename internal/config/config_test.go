@@ -14,7 +14,7 @@ func TestDefaults(t *testing.T) {
 	if c.Env != Production {
 		t.Fatalf("QUAVON_ENV defaults to %q, want production", c.Env)
 	}
-	if c.Sandbox.Pool != "default" || c.Sandbox.MaxSnapshotBytes != 128<<20 {
+	if c.Sandbox.Pool != "default" || c.Sandbox.MaxSnapshotBytes != 128<<20 || c.SnapshotLimits().MaxEntries != 50_000 {
 		t.Fatalf("sandbox defaults %+v", c.Sandbox)
 	}
 }
@@ -33,6 +33,8 @@ func TestLoadRefuses(t *testing.T) {
 		{[]string{"QUAVON_SANDBOX_POOL=A B"}, "QUAVON_SANDBOX_POOL"},
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES=-1"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"},
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES=2147483648"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"},
+		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES=0"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"},
+		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES=many"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"},
 	}
 	for _, c := range cases {
 		_, err := Load(c.env)

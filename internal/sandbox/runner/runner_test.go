@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,8 +18,18 @@ import (
 
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/snapshot"
 	"github.com/quavon/quavon/internal/testenv"
 )
+
+func emptySnapshot(t *testing.T) []byte {
+	t.Helper()
+	snap, _, err := snapshot.Build(t.TempDir(), snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
 
 // countingRuntime stands in for a container backend: it counts calls and,
 // like the real runner, fetches and deletes the job's snapshot.
@@ -34,6 +46,9 @@ func (r *countingRuntime) Run(ctx context.Context, job *sandbox.SandboxJob) (*sa
 	if r.blobs != nil {
 		data, err := r.blobs.Fetch(ctx, job.Base, job.TenantID)
 		if err != nil {
+			return nil, err
+		}
+		if _, err := snapshot.Check(bytes.NewReader(data), snapshot.Limits{}); err != nil {
 			return nil, err
 		}
 		r.seen = data
@@ -161,8 +176,15 @@ func TestEndToEndUnderACL(t *testing.T) {
 	worker := testenv.Valkey(t, testenv.UserControlPlane)
 	sandboxUser := testenv.Valkey(t, testenv.UserSandbox)
 	f := newFixture(t, worker, sandboxUser, sandbox.DefaultPool, keyRing(t, key(t, 7)))
-	snapshot := []byte("a gzip tar would be here")
-	j := f.job(t, worker, "job-acl-e2e-"+time.Now().Format("150405.000000")[7:], snapshot)
+	tree := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tree, "main.go"), []byte("package main\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	snap, _, err := snapshot.Build(tree, snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := f.job(t, worker, "job-acl-e2e-"+time.Now().Format("150405.000000")[7:], snap)
 	t.Cleanup(func() { testenv.DeletePrefix(t, worker, f.names.Result(j.ID)) })
 	if err := f.queue.Enqueue(context.Background(), j); err != nil {
 		t.Fatal(err)
@@ -174,7 +196,7 @@ func TestEndToEndUnderACL(t *testing.T) {
 	if res.Status != sandbox.StatusCompleted || res.RunnerID != "runner-test" || res.JobID != j.ID {
 		t.Fatalf("result %+v", res)
 	}
-	if !bytes.Equal(f.runtime.seen, snapshot) {
+	if !bytes.Equal(f.runtime.seen, snap) {
 		t.Fatalf("runtime saw snapshot %q", f.runtime.seen)
 	}
 	logs := f.logs.String()
@@ -215,7 +237,7 @@ func TestRejectedBeforeAnyRuntimeCall(t *testing.T) {
 	n := 0
 	newJob := func(mut func(j *sandbox.SandboxJob)) *sandbox.SandboxJob {
 		n++
-		j := f.job(t, worker, "job-reject-"+string(rune('a'+n))+"-x", []byte("snapshot"))
+		j := f.job(t, worker, "job-reject-"+string(rune('a'+n))+"-x", emptySnapshot(t))
 		if mut != nil {
 			mut(j)
 		}
