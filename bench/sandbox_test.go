@@ -40,7 +40,7 @@ func BenchmarkSignVerify(b *testing.B) {
 		Pool: sandbox.DefaultPool, TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest, ImageClass: "node",
 		Base: ref, Overlay: &ov, SetupCommand: "npm ci --ignore-scripts=false", RunCommand: "npm test",
 		Egress: sandbox.Egress{Mode: sandbox.EgressRegistries, Hosts: []string{"registry.npmjs.org"}},
-		Env:    map[sandbox.EnvKey]string{sandbox.EnvCI: "true", sandbox.EnvNodeEnv: "test"},
+		Env:    map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true", sandbox.EnvNodeEnv: "test"},
 		Limits: sandbox.Limits{CPUMillis: 2000, MemoryBytes: 2 << 30, Pids: 512, WallClockSeconds: 600, SetupSeconds: 300,
 			WorkBytes: 4 << 30, TmpBytes: 512 << 20, OutputBytes: 4 << 20, NoFile: 4096, FileSizeBytes: 1 << 30},
 		Artefacts: []string{"junit.xml"},

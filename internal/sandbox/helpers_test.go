@@ -59,7 +59,7 @@ func validJob() *SandboxJob {
 		SetupCommand: "npm ci",
 		RunCommand:   "npm test",
 		Egress:       Egress{Mode: EgressRegistries, Hosts: []string{"registry.npmjs.org"}},
-		Env:          map[EnvKey]string{EnvCI: "true", EnvNodeEnv: "test"},
+		Env:          map[SandboxEnvKey]string{EnvCI: "true", EnvNodeEnv: "test"},
 		Limits:       testLimits(),
 		Artefacts:    []string{"junit.xml"},
 		IssuedAt:     testNow.Add(-time.Minute),

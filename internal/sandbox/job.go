@@ -48,33 +48,33 @@ const (
 	EgressRegistries EgressMode = "registries"
 )
 
-// EnvKey is an environment variable a job may set in the sandbox. The set is
+// SandboxEnvKey is an environment variable a job may set in the sandbox. The set is
 // closed: anything that changes what runs, where it loads code from or where
 // it sends data (PATH, LD_*, *_PROXY, NODE_OPTIONS, PYTHONPATH …) is absent.
-type EnvKey string
+type SandboxEnvKey string
 
 // The allowed environment keys.
 const (
-	EnvCI                      EnvKey = "CI"
-	EnvLang                    EnvKey = "LANG"
-	EnvLcAll                   EnvKey = "LC_ALL"
-	EnvTZ                      EnvKey = "TZ"
-	EnvNoColor                 EnvKey = "NO_COLOR"
-	EnvForceColor              EnvKey = "FORCE_COLOR"
-	EnvNodeEnv                 EnvKey = "NODE_ENV"
-	EnvPythonDontWriteBytecode EnvKey = "PYTHONDONTWRITEBYTECODE"
-	EnvPythonHashSeed          EnvKey = "PYTHONHASHSEED"
-	EnvGoFlags                 EnvKey = "GOFLAGS"
-	EnvCGOEnabled              EnvKey = "CGO_ENABLED"
+	EnvCI                      SandboxEnvKey = "CI"
+	EnvLang                    SandboxEnvKey = "LANG"
+	EnvLcAll                   SandboxEnvKey = "LC_ALL"
+	EnvTZ                      SandboxEnvKey = "TZ"
+	EnvNoColor                 SandboxEnvKey = "NO_COLOR"
+	EnvForceColor              SandboxEnvKey = "FORCE_COLOR"
+	EnvNodeEnv                 SandboxEnvKey = "NODE_ENV"
+	EnvPythonDontWriteBytecode SandboxEnvKey = "PYTHONDONTWRITEBYTECODE"
+	EnvPythonHashSeed          SandboxEnvKey = "PYTHONHASHSEED"
+	EnvGoFlags                 SandboxEnvKey = "GOFLAGS"
+	EnvCGOEnabled              SandboxEnvKey = "CGO_ENABLED"
 )
 
-var envKeys = []EnvKey{
+var envKeys = []SandboxEnvKey{
 	EnvCI, EnvLang, EnvLcAll, EnvTZ, EnvNoColor, EnvForceColor, EnvNodeEnv,
 	EnvPythonDontWriteBytecode, EnvPythonHashSeed, EnvGoFlags, EnvCGOEnabled,
 }
 
 // Valid reports whether k is in the closed set.
-func (k EnvKey) Valid() bool { return slices.Contains(envKeys, k) }
+func (k SandboxEnvKey) Valid() bool { return slices.Contains(envKeys, k) }
 
 // SnapshotRef names an encrypted snapshot blob and binds it to a tenant, a
 // key and the SHA-256 and size of the compressed plaintext.
@@ -110,21 +110,21 @@ type Limits struct {
 // SandboxJob is what the worker asks a runner to do. Every field is covered
 // by the signature.
 type SandboxJob struct {
-	ID           string            `json:"id"`
-	Pool         string            `json:"pool"`
-	TenantID     string            `json:"tenantId"`
-	Purpose      Purpose           `json:"purpose"`
-	ImageClass   string            `json:"imageClass"`
-	Base         SnapshotRef       `json:"base"`
-	Overlay      *SnapshotRef      `json:"overlay,omitempty"`
-	SetupCommand string            `json:"setupCommand,omitempty"`
-	RunCommand   string            `json:"runCommand"`
-	Egress       Egress            `json:"egress"`
-	Env          map[EnvKey]string `json:"env,omitempty"`
-	Limits       Limits            `json:"limits"`
-	Artefacts    []string          `json:"artefacts,omitempty"`
-	IssuedAt     time.Time         `json:"issuedAt"`
-	NotAfter     time.Time         `json:"notAfter"`
+	ID           string                   `json:"id"`
+	Pool         string                   `json:"pool"`
+	TenantID     string                   `json:"tenantId"`
+	Purpose      Purpose                  `json:"purpose"`
+	ImageClass   string                   `json:"imageClass"`
+	Base         SnapshotRef              `json:"base"`
+	Overlay      *SnapshotRef             `json:"overlay,omitempty"`
+	SetupCommand string                   `json:"setupCommand,omitempty"`
+	RunCommand   string                   `json:"runCommand"`
+	Egress       Egress                   `json:"egress"`
+	Env          map[SandboxEnvKey]string `json:"env,omitempty"`
+	Limits       Limits                   `json:"limits"`
+	Artefacts    []string                 `json:"artefacts,omitempty"`
+	IssuedAt     time.Time                `json:"issuedAt"`
+	NotAfter     time.Time                `json:"notAfter"`
 }
 
 var (

@@ -152,7 +152,7 @@ func (f *fixture) job(t *testing.T, worker valkey.Client, id string, snapshot []
 	return &sandbox.SandboxJob{
 		ID: id, Pool: f.pool, TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest, ImageClass: "node",
 		Base: ref, RunCommand: "npm test -- --canary-command", Egress: sandbox.Egress{Mode: sandbox.EgressNone},
-		Env: map[sandbox.EnvKey]string{sandbox.EnvNodeEnv: "canary-env-value"},
+		Env: map[sandbox.SandboxEnvKey]string{sandbox.EnvNodeEnv: "canary-env-value"},
 		Limits: sandbox.Limits{CPUMillis: 1000, MemoryBytes: 256 << 20, Pids: 128, WallClockSeconds: 2, SetupSeconds: 1,
 			WorkBytes: 64 << 20, TmpBytes: 16 << 20, OutputBytes: 1 << 20, NoFile: 256, FileSizeBytes: 64 << 20},
 		IssuedAt: now, NotAfter: now.Add(5 * time.Minute),
