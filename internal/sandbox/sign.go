@@ -126,6 +126,18 @@ func decodeCanonical(canonical []byte, v any) error {
 	return nil
 }
 
+// decodeValid decodes signed canonical JSON into v and validates it; every
+// failure is ErrSchemaInvalid.
+func decodeValid(canonical []byte, v interface{ Validate() error }) error {
+	if err := decodeCanonical(canonical, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
+	}
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
+	}
+	return nil
+}
+
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -163,11 +175,8 @@ func OpenJob(r *KeyRing, data []byte) (*SandboxJob, error) {
 		return nil, err
 	}
 	var job SandboxJob
-	if err := decodeCanonical(c, &job); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
-	}
-	if err := job.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
+	if err := decodeValid(c, &job); err != nil {
+		return nil, err
 	}
 	return &job, nil
 }
@@ -180,11 +189,8 @@ func OpenResult(r *KeyRing, data []byte) (*SandboxResult, error) {
 		return nil, err
 	}
 	var res SandboxResult
-	if err := decodeCanonical(c, &res); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
-	}
-	if err := res.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
+	if err := decodeValid(c, &res); err != nil {
+		return nil, err
 	}
 	return &res, nil
 }
