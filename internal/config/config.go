@@ -9,6 +9,7 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -33,8 +34,42 @@ const (
 // Config is every setting a Quavon process may read.
 type Config struct {
 	Env     Env
+	Edition Edition
 	Sandbox Sandbox
+	Runner  Runner
 	Valkey  Valkey
+}
+
+// Edition is community (self-hosted) or enterprise (hosted, multi-tenant).
+type Edition string
+
+// Editions.
+const (
+	Community  Edition = "community"
+	Enterprise Edition = "enterprise"
+)
+
+// Runner settings of quavon-sandbox-runner.
+type Runner struct {
+	// Backend is docker-runsc, docker-runc-insecure or firecracker.
+	Backend string
+	// AllowInsecure must be true, outside production, for
+	// docker-runc-insecure.
+	AllowInsecure bool
+	// RunscPlatform is checked against the engine's runsc runtimeArgs.
+	RunscPlatform string
+	ImagesLock    string
+	ID            string // empty: the host name
+	Concurrency   int
+	// Ceiling clamps every job's limits (SANDBOX_LIMIT_CEILING).
+	Ceiling    sandbox.Limits
+	DockerHost string
+}
+
+// DefaultCeiling is SANDBOX_LIMIT_CEILING unless configured.
+var DefaultCeiling = sandbox.Limits{
+	CPUMillis: 2000, MemoryBytes: 4 << 30, Pids: 1024, WallClockSeconds: 1800, SetupSeconds: 900,
+	WorkBytes: 4 << 30, TmpBytes: 1 << 30, OutputBytes: 8 << 20, NoFile: 4096, FileSizeBytes: 2 << 30,
 }
 
 // Sandbox settings shared by the worker and the runner.
@@ -62,6 +97,15 @@ var known = map[string]string{
 	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE":   "",
 	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES":   strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
 	"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES": strconv.Itoa(snapshot.DefaultMaxEntries),
+	"QUAVON_EDITION":                      string(Community),
+	"QUAVON_SANDBOX_BACKEND":              "docker-runsc",
+	"QUAVON_SANDBOX_ALLOW_INSECURE":       "false",
+	"QUAVON_SANDBOX_RUNSC_PLATFORM":       "systrap",
+	"QUAVON_SANDBOX_IMAGES_LOCK":          "/etc/quavon/images.lock.json",
+	"QUAVON_SANDBOX_RUNNER_ID":            "",
+	"QUAVON_SANDBOX_CONCURRENCY":          "2",
+	"QUAVON_SANDBOX_LIMIT_CEILING":        "",
+	"QUAVON_SANDBOX_DOCKER_HOST":          "unix:///var/run/docker.sock",
 	"QUAVON_VALKEY_ADDR":                  "127.0.0.1:6379",
 	"QUAVON_VALKEY_USER":                  "",
 	"QUAVON_VALKEY_PASSWORD_FILE":         "",
@@ -98,7 +142,16 @@ func Load(environ []string) (Config, error) {
 	}
 
 	c := Config{
-		Env: Env(vals["QUAVON_ENV"]),
+		Env:     Env(vals["QUAVON_ENV"]),
+		Edition: Edition(vals["QUAVON_EDITION"]),
+		Runner: Runner{
+			Backend:       vals["QUAVON_SANDBOX_BACKEND"],
+			RunscPlatform: vals["QUAVON_SANDBOX_RUNSC_PLATFORM"],
+			ImagesLock:    vals["QUAVON_SANDBOX_IMAGES_LOCK"],
+			ID:            vals["QUAVON_SANDBOX_RUNNER_ID"],
+			DockerHost:    vals["QUAVON_SANDBOX_DOCKER_HOST"],
+			Ceiling:       DefaultCeiling,
+		},
 		Sandbox: Sandbox{
 			Pool:             vals["QUAVON_SANDBOX_POOL"],
 			SigningKeyFile:   vals["QUAVON_SANDBOX_SIGNING_KEY_FILE"],
@@ -128,6 +181,39 @@ func Load(environ []string) (Config, error) {
 		errs = append(errs, errors.New("QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES: want 1..10000000"))
 	}
 	c.Sandbox.MaxSnapshotEntries = e
+	switch c.Edition {
+	case Community, Enterprise:
+	default:
+		errs = append(errs, fmt.Errorf("QUAVON_EDITION %q: want community or enterprise", c.Edition))
+	}
+	switch v := vals["QUAVON_SANDBOX_ALLOW_INSECURE"]; v {
+	case "true", "false":
+		c.Runner.AllowInsecure = v == "true"
+	default:
+		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_ALLOW_INSECURE %q: want true or false", v))
+	}
+	switch c.Runner.RunscPlatform {
+	case "systrap", "ptrace", "kvm":
+	default:
+		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_RUNSC_PLATFORM %q: want systrap, ptrace or kvm", c.Runner.RunscPlatform))
+	}
+	if n, err := strconv.Atoi(vals["QUAVON_SANDBOX_CONCURRENCY"]); err != nil || n < 1 || n > 256 {
+		errs = append(errs, errors.New("QUAVON_SANDBOX_CONCURRENCY: want 1..256"))
+	} else {
+		c.Runner.Concurrency = n
+	}
+	if v := vals["QUAVON_SANDBOX_LIMIT_CEILING"]; v != "" {
+		dec := json.NewDecoder(strings.NewReader(v))
+		dec.DisallowUnknownFields()
+		var l sandbox.Limits
+		if err := dec.Decode(&l); err != nil {
+			errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_LIMIT_CEILING: want a JSON object of every limit: %w", err))
+		} else if err := l.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_LIMIT_CEILING: %w", err))
+		} else {
+			c.Runner.Ceiling = l
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}

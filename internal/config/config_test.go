@@ -34,6 +34,12 @@ func TestLoadRefuses(t *testing.T) {
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES=-1"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"},
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES=2147483648"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"},
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES=0"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"},
+		{[]string{"QUAVON_EDITION=free"}, "QUAVON_EDITION"},
+		{[]string{"QUAVON_SANDBOX_ALLOW_INSECURE=yes"}, "QUAVON_SANDBOX_ALLOW_INSECURE"},
+		{[]string{"QUAVON_SANDBOX_RUNSC_PLATFORM=fast"}, "QUAVON_SANDBOX_RUNSC_PLATFORM"},
+		{[]string{"QUAVON_SANDBOX_CONCURRENCY=0"}, "QUAVON_SANDBOX_CONCURRENCY"},
+		{[]string{"QUAVON_SANDBOX_LIMIT_CEILING={\"pids\":1}"}, "QUAVON_SANDBOX_LIMIT_CEILING"},
+		{[]string{"QUAVON_SANDBOX_LIMIT_CEILING={\"pidz\":1}"}, "QUAVON_SANDBOX_LIMIT_CEILING"},
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES=many"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"},
 	}
 	for _, c := range cases {
@@ -60,5 +66,24 @@ func TestSandboxKeysRequiresAFile(t *testing.T) {
 	}
 	if _, err := c.SandboxKeys(); err == nil || !strings.Contains(err.Error(), "QUAVON_SANDBOX_SIGNING_KEY_FILE") {
 		t.Fatalf("SandboxKeys without a file: %v", err)
+	}
+}
+
+func TestRunnerSettings(t *testing.T) {
+	t.Parallel()
+	c, err := Load(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Runner.Backend != "docker-runsc" || c.Runner.AllowInsecure || c.Edition != Community || c.Runner.Ceiling != DefaultCeiling {
+		t.Fatalf("runner defaults %+v", c.Runner)
+	}
+	ceiling := `{"cpuMillis":500,"memoryBytes":1000000,"pids":10,"wallClockSeconds":5,"setupSeconds":5,"workBytes":1000,"tmpBytes":1000,"outputBytes":1000,"noFile":10,"fileSizeBytes":1000}`
+	c, err = Load([]string{"QUAVON_SANDBOX_LIMIT_CEILING=" + ceiling, "QUAVON_SANDBOX_ALLOW_INSECURE=true", "QUAVON_SANDBOX_CONCURRENCY=4"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Runner.Ceiling.Pids != 10 || !c.Runner.AllowInsecure || c.Runner.Concurrency != 4 {
+		t.Fatalf("runner %+v", c.Runner)
 	}
 }

@@ -143,7 +143,7 @@ var (
 var ImageClasses = []string{"scanners", "node", "python", "go"}
 
 // reservedArtefacts are written by the entry program itself.
-var reservedArtefacts = []string{"exit.json", "stdout.log", "stderr.log"}
+var reservedArtefacts = []string{"exit.json", "stdout.log", "stderr.log", "setup.json"}
 
 // Validate checks everything about a job that does not depend on the clock.
 func (j *SandboxJob) Validate() error {
@@ -222,7 +222,7 @@ func (j *SandboxJob) Validate() error {
 			bad("env %s: value looks like a secret", k)
 		}
 	}
-	if err := j.Limits.validate(); err != nil {
+	if err := j.Limits.Validate(); err != nil {
 		bad("limits: %w", err)
 	}
 	if len(j.Artefacts) > maxArtefacts {
@@ -333,7 +333,8 @@ func (l *Limits) fields() []struct {
 	}
 }
 
-func (l Limits) validate() error {
+// Validate checks that every limit is positive and within the hard bounds.
+func (l Limits) Validate() error {
 	max := hardMaxLimits.fields()
 	var errs []error
 	for i, f := range l.fields() {

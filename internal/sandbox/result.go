@@ -55,8 +55,18 @@ type SandboxResult struct {
 	ExitCode        int               `json:"exitCode"`
 	DurationMillis  int64             `json:"durationMillis"`
 	OutputTruncated bool              `json:"outputTruncated,omitempty"`
+	Steps           []Step            `json:"steps,omitempty"`
 	Artefacts       map[string]string `json:"artefacts,omitempty"`
 	FinishedAt      time.Time         `json:"finishedAt"`
+}
+
+// Step is the outcome of one command of a job (setup, run).
+type Step struct {
+	Name           string `json:"name"`
+	Ran            bool   `json:"ran"`
+	ExitCode       int    `json:"exitCode"`
+	TimedOut       bool   `json:"timedOut,omitempty"`
+	DurationMillis int64  `json:"durationMillis"`
 }
 
 const (
@@ -103,6 +113,14 @@ func (r *SandboxResult) Validate() error {
 	}
 	if r.DurationMillis < 0 {
 		bad("durationMillis: negative")
+	}
+	if len(r.Steps) > 2 {
+		bad("steps: at most setup and run")
+	}
+	for i, st := range r.Steps {
+		if (st.Name != "setup" && st.Name != "run") || st.DurationMillis < 0 || slices.ContainsFunc(r.Steps[:i], func(o Step) bool { return o.Name == st.Name }) {
+			bad("steps[%d]: want setup or run once each, non-negative duration", i)
+		}
 	}
 	var total int
 	for name, content := range r.Artefacts {

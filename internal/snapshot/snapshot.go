@@ -223,6 +223,15 @@ func addFile(tw *tar.Writer, st *Stats, lim Limits, p, name string) error {
 // without .git, no duplicates, modes 0644/0755 and the limits. It reads the
 // whole stream, so a snapshot that passes is entirely as checked.
 func Check(r io.Reader, lim Limits) (Stats, error) {
+	return read(r, lim, nil)
+}
+
+// read is the one reader loop behind Check and Extract. visit, if not nil,
+// is called for each entry once it has passed every rule, with the entry's
+// content as body; what visit leaves unread is discarded. An error of visit
+// ends the read: a read error of the stream inside body is reported as
+// ErrMalformed or ErrTooLarge, anything else as visit returned it.
+func read(r io.Reader, lim Limits, visit func(h *tar.Header, name string, body io.Reader) error) (Stats, error) {
 	lim = lim.withDefaults(128 << 20)
 	st := Stats{}
 	lr := &io.LimitedReader{R: r, N: lim.MaxBytes + 1}
@@ -282,6 +291,15 @@ func Check(r io.Reader, lim Limits) (Stats, error) {
 		if dir := path.Dir(name); dir != "." && seen[dir] != tar.TypeDir {
 			return st, fmt.Errorf("%w: %q: parent directory not listed before it", ErrForbidden, clip(name))
 		}
+		if visit != nil {
+			body := &errReader{r: tr}
+			if err := visit(h, name, body); err != nil {
+				if body.err != nil {
+					return st, malformed(body.err)
+				}
+				return st, err
+			}
+		}
 		if _, err := io.Copy(io.Discard, tr); err != nil {
 			return st, malformed(err)
 		}
@@ -297,6 +315,21 @@ func Check(r io.Reader, lim Limits) (Stats, error) {
 		return st, fmt.Errorf("%w: data after the gzip stream", ErrMalformed)
 	}
 	return st, nil
+}
+
+// errReader remembers the first read error other than io.EOF, so read can
+// tell a broken stream from a failure of visit itself.
+type errReader struct {
+	r   io.Reader
+	err error
+}
+
+func (e *errReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil && err != io.EOF && e.err == nil {
+		e.err = err
+	}
+	return n, err
 }
 
 func clip(s string) string {

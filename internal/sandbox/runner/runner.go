@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync"
 	"time"
 
 	"github.com/quavon/quavon/internal/sandbox"
@@ -47,6 +48,8 @@ type Config struct {
 	Runtime  Runtime
 	Log      *slog.Logger
 	Now      func() time.Time
+	// Concurrency is how many jobs run at once; 0 means 1.
+	Concurrency int
 }
 
 // Runner is the job loop.
@@ -62,19 +65,26 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 1
+	}
 	return &Runner{cfg: cfg}, nil
 }
 
-// Serve handles jobs until ctx ends.
+// Serve handles jobs until ctx ends, at most Concurrency at a time: each
+// slot takes a new job only when its previous one is done.
 func (r *Runner) Serve(ctx context.Context) error {
-	for ctx.Err() == nil {
-		if err := r.HandleOne(ctx); err != nil && !errors.Is(err, sandbox.ErrNoJob) {
-			if ctx.Err() != nil {
-				break
+	var wg sync.WaitGroup
+	for range r.cfg.Concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if err := r.HandleOne(ctx); err != nil && !errors.Is(err, sandbox.ErrNoJob) && ctx.Err() == nil {
+					r.cfg.Log.Error("sandbox job loop", slog.String("error", err.Error()))
+				}
 			}
-			r.cfg.Log.Error("sandbox job loop", slog.String("error", err.Error()))
-		}
+		})
 	}
+	wg.Wait()
 	return ctx.Err()
 }
 

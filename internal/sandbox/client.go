@@ -1,0 +1,110 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quavon/quavon/internal/snapshot"
+)
+
+// JobSpec is what a worker-side caller decides about a job; the client
+// fills in identity, snapshots and validity window.
+type JobSpec struct {
+	TenantID     string
+	Purpose      Purpose
+	ImageClass   string
+	SetupCommand string
+	RunCommand   string
+	Egress       Egress
+	Env          map[SandboxEnvKey]string
+	Limits       Limits
+	Artefacts    []string
+	// TTL is how long a runner may take to pick the job up; 0 means 5 min.
+	TTL time.Duration
+}
+
+// Client is the worker's one call into the sandbox.
+type Client struct {
+	pool     string
+	queue    *Queue
+	blobs    *BlobStore
+	snapshot snapshot.Limits
+	now      func() time.Time
+}
+
+// NewClient returns a client for pool; queue and blobs must be for the same
+// pool and key ring.
+func NewClient(pool string, queue *Queue, blobs *BlobStore, snap snapshot.Limits) (*Client, error) {
+	if queue == nil || blobs == nil {
+		return nil, errors.New("sandbox.NewClient: queue and blob store are required")
+	}
+	if _, err := NamesFor(pool); err != nil {
+		return nil, err
+	}
+	if snap.MaxBytes == 0 {
+		snap.MaxBytes = blobs.maxBytes
+	}
+	return &Client{pool: pool, queue: queue, blobs: blobs, snapshot: snap, now: time.Now}, nil
+}
+
+// NewJobID returns a fresh random job id.
+func NewJobID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return "j" + hex.EncodeToString(b[:])
+}
+
+// Run snapshots baseDir (and overlayDir, if not empty), stores both
+// encrypted, signs and enqueues the job, and waits for its verified result
+// until the job's deadline. The snapshots' chunks are deleted by the runner
+// once fetched, and by Run itself when no runner answered.
+func (c *Client) Run(ctx context.Context, spec JobSpec, baseDir, overlayDir string) (*SandboxResult, error) {
+	ttl := spec.TTL
+	if ttl == 0 {
+		ttl = 5 * time.Minute
+	}
+	if ttl < 0 || ttl > MaxJobTTL {
+		return nil, fmt.Errorf("sandbox.Client.Run: ttl %s out of range", ttl)
+	}
+	baseSnap, _, err := snapshot.Build(baseDir, c.snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox.Client.Run: base: %w", err)
+	}
+	var overlaySnap []byte
+	if overlayDir != "" {
+		if overlaySnap, _, err = snapshot.Build(overlayDir, c.snapshot); err != nil {
+			return nil, fmt.Errorf("sandbox.Client.Run: overlay: %w", err)
+		}
+	}
+	base, err := c.blobs.Store(ctx, spec.TenantID, baseSnap)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox.Client.Run: %w", err)
+	}
+	refs := []SnapshotRef{base}
+	defer func() {
+		for _, r := range refs { // no-ops when the runner deleted them
+			c.blobs.Delete(context.WithoutCancel(ctx), r)
+		}
+	}()
+	var overlay *SnapshotRef
+	if overlaySnap != nil {
+		o, err := c.blobs.Store(ctx, spec.TenantID, overlaySnap)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox.Client.Run: %w", err)
+		}
+		refs = append(refs, o)
+		overlay = &o
+	}
+	issued := c.now().UTC().Truncate(time.Millisecond)
+	job := &SandboxJob{
+		ID: NewJobID(), Pool: c.pool, TenantID: spec.TenantID, Purpose: spec.Purpose, ImageClass: spec.ImageClass,
+		Base: base, Overlay: overlay, SetupCommand: spec.SetupCommand, RunCommand: spec.RunCommand,
+		Egress: spec.Egress, Env: spec.Env, Limits: spec.Limits, Artefacts: spec.Artefacts,
+		IssuedAt: issued, NotAfter: issued.Add(ttl),
+	}
+	return c.queue.Run(ctx, job)
+}

@@ -1,0 +1,50 @@
+package runner
+
+import (
+	"context"
+	"io"
+
+	"github.com/quavon/quavon/internal/sandbox"
+)
+
+// Container identity inside every sandbox: uid and gid 65532, HOME under the
+// /work tmpfs, a fixed PATH. Nothing of the runner's own environment enters.
+const (
+	SandboxUID  = 65532
+	SandboxHome = "/work/.home"
+	SandboxPath = "/usr/local/bin:/usr/bin:/bin"
+	EntryPath   = "/opt/quavon/entry"
+)
+
+// ContainerSpec is everything a backend needs to run one sandbox.
+type ContainerSpec struct {
+	JobID    string
+	ImageRef string   // pinned: sha256:<id> or repository@sha256:<digest>
+	Env      []string // complete KEY=VALUE list
+	Limits   sandbox.Limits
+}
+
+// ExecResult is how the container ended.
+type ExecResult struct {
+	ExitCode int
+	TimedOut bool // killed by the runner at the wall clock
+}
+
+// Backend runs one container per call. Exec writes stdin to the
+// container's standard input, copies its standard output to stdout, kills
+// it at Limits.WallClockSeconds and removes it before returning, whatever
+// happened.
+type Backend interface {
+	Name() string
+	Exec(ctx context.Context, spec ContainerSpec, stdin io.Reader, stdout io.Writer) (ExecResult, error)
+}
+
+// ContainerEnv is the complete environment of a job's container: fixed PATH
+// and HOME plus the job's allowlisted keys.
+func ContainerEnv(job *sandbox.SandboxJob) []string {
+	env := []string{"PATH=" + SandboxPath, "HOME=" + SandboxHome}
+	for k, v := range job.Env {
+		env = append(env, string(k)+"="+v)
+	}
+	return env
+}

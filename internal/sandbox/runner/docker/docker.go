@@ -1,0 +1,235 @@
+// Package docker runs sandbox containers through the Docker Engine API:
+// gVisor (runtime runsc) in production, plain runc only as the explicitly
+// insecure development backend.
+//
+// Every container gets the settings of spec §3 "Container settings" and
+// nothing else: no network, read-only root, no capabilities,
+// no-new-privileges with the default seccomp profile, uid 65532, pids,
+// memory (= memory+swap) and CPU limits, tmpfs for /work, /out and /tmp,
+// nofile and fsize ulimits, private IPC with a small /dev/shm, no mounts,
+// devices or privileges, no init other than the entry program, no log
+// driver (container output never lands on the host's disk) and the job id
+// as its only label.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/quavon/quavon/internal/sandbox/runner"
+)
+
+// Mode selects the OCI runtime.
+type Mode string
+
+// Modes.
+const (
+	ModeRunsc        Mode = "docker-runsc"
+	ModeRuncInsecure Mode = "docker-runc-insecure"
+	runtimeRunsc          = "runsc"
+	runtimeRunc           = "runc"
+	shmBytes              = 1 << 20
+	// LabelJobID is the only label a sandbox container carries.
+	LabelJobID = "quavon.job-id"
+)
+
+// Backend is a runner.Backend on a Docker Engine.
+type Backend struct {
+	cli     *client.Client
+	mode    Mode
+	runtime string
+}
+
+var _ runner.Backend = (*Backend)(nil)
+
+// New checks the engine and returns a backend. For ModeRunsc the engine
+// must have a runtime named runsc whose runtimeArgs set --platform to
+// platform; anything else refuses to start. The caller decides whether
+// ModeRuncInsecure is allowed at all.
+func New(ctx context.Context, cli *client.Client, mode Mode, platform string) (*Backend, error) {
+	info, err := cli.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("docker backend: engine: %w", err)
+	}
+	switch mode {
+	case ModeRunsc:
+		rt, ok := info.Runtimes[runtimeRunsc]
+		if !ok {
+			return nil, errors.New("docker backend: the engine has no runsc runtime; register gVisor in daemon.json (runtimes.runsc)")
+		}
+		got := ""
+		for _, a := range rt.Args {
+			if p, ok := strings.CutPrefix(a, "--platform="); ok {
+				got = p
+			}
+		}
+		if got == "" {
+			return nil, fmt.Errorf("docker backend: the runsc runtime sets no --platform in its runtimeArgs; set --platform=%s explicitly", platform)
+		}
+		if got != platform {
+			return nil, fmt.Errorf("docker backend: runsc runs with --platform=%s, configured %s", got, platform)
+		}
+		return &Backend{cli: cli, mode: mode, runtime: runtimeRunsc}, nil
+	case ModeRuncInsecure:
+		return &Backend{cli: cli, mode: mode, runtime: runtimeRunc}, nil
+	}
+	return nil, fmt.Errorf("docker backend: unknown mode %q", mode)
+}
+
+// Name is the backend mode.
+func (b *Backend) Name() string { return string(b.mode) }
+
+// Runtime is the OCI runtime containers get.
+func (b *Backend) Runtime() string { return b.runtime }
+
+// ContainerConfig returns the configuration a job's container is created
+// with.
+func (b *Backend) ContainerConfig(spec runner.ContainerSpec) (*container.Config, *container.HostConfig) {
+	l := spec.Limits
+	uid := strconv.Itoa(runner.SandboxUID)
+	owned := ",uid=" + uid + ",gid=" + uid + ",mode=0700"
+	no := false
+	cfg := &container.Config{
+		Image:      spec.ImageRef,
+		Entrypoint: []string{runner.EntryPath},
+		Cmd:        []string{},
+		User:       uid + ":" + uid,
+		Env:        spec.Env,
+		WorkingDir: "/work",
+		Labels:     map[string]string{LabelJobID: spec.JobID},
+		// Docker puts the hostname into HOSTNAME; a fixed one says nothing.
+		Hostname:        "sandbox",
+		AttachStdin:     true,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		OpenStdin:       true,
+		StdinOnce:       true,
+		NetworkDisabled: true,
+	}
+	host := &container.HostConfig{
+		Runtime:        b.runtime,
+		NetworkMode:    "none",
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges:true"},
+		IpcMode:        "private",
+		ShmSize:        shmBytes,
+		Init:           &no,
+		Privileged:     false,
+		LogConfig:      container.LogConfig{Type: "none"},
+		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Tmpfs: map[string]string{
+			"/work": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d%s", l.WorkBytes, owned),
+			"/out":  fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d%s", l.OutputBytes, owned),
+			"/tmp":  fmt.Sprintf("rw,noexec,nosuid,nodev,size=%d,mode=1777", l.TmpBytes),
+		},
+		Resources: container.Resources{
+			PidsLimit:  &l.Pids,
+			Memory:     l.MemoryBytes,
+			MemorySwap: l.MemoryBytes,
+			NanoCPUs:   l.CPUMillis * 1_000_000,
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: l.NoFile, Hard: l.NoFile},
+				{Name: "fsize", Soft: l.FileSizeBytes, Hard: l.FileSizeBytes},
+			},
+		},
+	}
+	return cfg, host
+}
+
+// Exec runs one sandbox container to the end and removes it.
+func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.Reader, stdout io.Writer) (res runner.ExecResult, err error) {
+	cfg, host := b.ContainerConfig(spec)
+	created, err := b.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		return res, fmt.Errorf("docker: create: %w", err)
+	}
+	id := created.ID
+	// Removal must happen whatever ctx has become.
+	cleanup := context.WithoutCancel(ctx)
+	defer func() {
+		rctx, cancel := context.WithTimeout(cleanup, 30*time.Second)
+		defer cancel()
+		if rerr := b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true}); rerr != nil && err == nil {
+			err = fmt.Errorf("docker: remove %s: %w", id[:12], rerr)
+		}
+	}()
+
+	att, err := b.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return res, fmt.Errorf("docker: attach: %w", err)
+	}
+	defer att.Close()
+	// Register the wait before starting, so a fast exit is not missed.
+	waitC, waitErr := b.cli.ContainerWait(cleanup, id, container.WaitConditionNextExit)
+	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
+		return res, fmt.Errorf("docker: start: %w", err)
+	}
+
+	copied := make(chan error, 1)
+	go func() {
+		// stderr is the entry program's own diagnostics: never logged or
+		// kept (it may quote repository output), only drained.
+		_, err := stdcopy.StdCopy(stdout, io.Discard, att.Reader)
+		copied <- err
+	}()
+	go func() {
+		io.Copy(att.Conn, stdin)
+		att.CloseWrite()
+	}()
+
+	kill := func() {
+		kctx, cancel := context.WithTimeout(cleanup, 30*time.Second)
+		defer cancel()
+		b.cli.ContainerKill(kctx, id, "KILL")
+	}
+	wall := time.NewTimer(time.Duration(spec.Limits.WallClockSeconds) * time.Second)
+	defer wall.Stop()
+	var copyErr error
+	copyDone := false
+	for {
+		select {
+		case <-wall.C:
+			res.TimedOut = true
+			kill()
+		case <-ctx.Done():
+			kill()
+			return res, ctx.Err()
+		case copyErr = <-copied:
+			copyDone = true
+			copied = nil
+			if copyErr != nil {
+				// The reader gave up (output cap): stop the container.
+				kill()
+			}
+		case w := <-waitC:
+			if w.Error != nil {
+				return res, fmt.Errorf("docker: wait: %s", w.Error.Message)
+			}
+			res.ExitCode = int(w.StatusCode)
+			if !copyDone {
+				// The stream ends with the container; collect what is left.
+				select {
+				case copyErr = <-copied:
+				case <-time.After(10 * time.Second):
+					copyErr = errors.New("output stream did not end after the container exited")
+				}
+			}
+			if copyErr != nil && !res.TimedOut {
+				return res, fmt.Errorf("docker: output: %w", copyErr)
+			}
+			return res, nil
+		case err := <-waitErr:
+			return res, fmt.Errorf("docker: wait: %w", err)
+		}
+	}
+}

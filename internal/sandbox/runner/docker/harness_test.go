@@ -1,0 +1,208 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
+	"github.com/quavon/quavon/internal/testenv"
+)
+
+// Canaries the sandbox must never see or echo: one in the runner's own
+// environment, one in the worker's.
+const (
+	runnerCanary = "QUAVON-RUNNER-CANARY-7f3a9c"
+	workerCanary = "QUAVON-WORKER-CANARY-51be20"
+)
+
+// syncBuffer collects the runner's log lines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness is a worker-side client and a real runner (in-process) on real
+// Valkey and a real Docker Engine, one pool per test.
+type harness struct {
+	client  *sandbox.Client
+	docker  *client.Client
+	backend *docker.Backend
+	logs    *syncBuffer
+}
+
+func modes(t *testing.T) map[string]docker.Mode {
+	return map[string]docker.Mode{"runc": docker.ModeRuncInsecure, "runsc": docker.ModeRunsc}
+}
+
+func newHarness(t *testing.T, mode docker.Mode) *harness {
+	t.Helper()
+	ctx := context.Background()
+	admin := testenv.Valkey(t, testenv.UserControlPlane)
+	pool := testenv.Pool(t, admin)
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	key, _ := sandbox.NewKey(secret)
+	keys, _ := sandbox.NewKeyRing(key)
+	dc := testenv.Docker(t)
+	backend, err := docker.New(ctx, dc, mode, testenv.RunscPlatform(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := runner.LoadLockfile(testenv.ImagesLock(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	ceiling := sandbox.Limits{CPUMillis: 2000, MemoryBytes: 1 << 30, Pids: 512, WallClockSeconds: 120, SetupSeconds: 60,
+		WorkBytes: 512 << 20, TmpBytes: 64 << 20, OutputBytes: 4 << 20, NoFile: 1024, FileSizeBytes: 512 << 20}
+	local, err := runner.StartLocal(ctx, runner.LocalConfig{Valkey: admin, Pool: pool, Keys: keys, Backend: backend,
+		Images: images, Ceiling: ceiling, Concurrency: 2, Log: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		local.Close()
+		if strings.Contains(logs.String(), runnerCanary) || strings.Contains(logs.String(), workerCanary) {
+			t.Errorf("runner logs contain a canary:\n%s", logs)
+		}
+	})
+	c := local.Client
+	return &harness{client: c, docker: dc, backend: backend, logs: logs}
+}
+
+// TestMain checks, after every test has ended, that no sandbox container
+// is left on the engine: jobs that passed, failed, timed out or were
+// cancelled all removed theirs.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if code == 0 && os.Getenv("QUAVON_TEST_VALKEY_ADDR") != "" {
+		left, err := leftContainers("")
+		if err != nil || len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "sandbox containers left behind: %v %v\n", left, err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// leftContainers lists sandbox containers, of one job or (jobID "") all.
+func leftContainers(jobID string) ([]string, error) {
+	dc, err := client.NewClientWithOpts(client.WithHost("unix:///var/run/docker.sock"), client.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, err
+	}
+	defer dc.Close()
+	label := docker.LabelJobID
+	if jobID != "" {
+		label += "=" + jobID
+	}
+	cs, err := dc.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label))})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.ID[:12]+" job "+c.Labels[docker.LabelJobID]+" "+c.State)
+	}
+	return out, nil
+}
+
+func smallLimits() sandbox.Limits {
+	return sandbox.Limits{CPUMillis: 1000, MemoryBytes: 256 << 20, Pids: 128, WallClockSeconds: 60, SetupSeconds: 30,
+		WorkBytes: 128 << 20, TmpBytes: 16 << 20, OutputBytes: 1 << 20, NoFile: 256, FileSizeBytes: 64 << 20}
+}
+
+func spec(class, run string) sandbox.JobSpec {
+	return sandbox.JobSpec{TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest, ImageClass: class, RunCommand: run,
+		Egress: sandbox.Egress{Mode: sandbox.EgressNone}, Limits: smallLimits(),
+		Env: map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true"}}
+}
+
+func (h *harness) run(t *testing.T, s sandbox.JobSpec, base string) *sandbox.SandboxResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	res, err := h.client.Run(ctx, s, base, "")
+	if err != nil {
+		t.Fatalf("job: %v\nrunner logs:\n%s", err, h.logs)
+	}
+	return res
+}
+
+// tree writes files into a fresh directory.
+func tree(t *testing.T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+var probeOnce = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "quavon-probe")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, "probe")
+	cmd := exec.Command("go", "build", "-o", out, "./testdata/probe")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", &buildError{string(b)}
+	}
+	return out, nil
+})
+
+type buildError struct{ out string }
+
+func (e *buildError) Error() string { return "building the probe: " + e.out }
+
+// probeTree is a repository whose code is the escape probe.
+func probeTree(t *testing.T) string {
+	t.Helper()
+	bin, err := probeOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "probe"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

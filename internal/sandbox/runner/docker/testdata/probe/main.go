@@ -1,0 +1,239 @@
+// Command probe is the escape smoke suite's "repository code": run inside a
+// sandbox container, it tries each way out and prints one JSON object
+// mapping probe name to "blocked: <why>" or "OPEN: <what got through>".
+// Build it with CGO_ENABLED=0; it needs nothing from the image.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+)
+
+func blocked(err error) string { return "blocked: " + err.Error() }
+
+func open(format string, args ...any) string { return "OPEN: " + fmt.Sprintf(format, args...) }
+
+// allowedDev is the minimal /dev of a container. gVisor adds fuse and
+// net/tun, which its sentry emulates (no host device behind them); using
+// them needs mount or CAP_NET_ADMIN, which the "mount" and "tun" probes
+// show are refused.
+var allowedDev = map[string]bool{
+	"console": true, "core": true, "fd": true, "full": true, "mqueue": true, "null": true, "ptmx": true,
+	"pts": true, "random": true, "shm": true, "stderr": true, "stdin": true, "stdout": true, "tty": true,
+	"urandom": true, "zero": true, "fuse": true, "net": true,
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "--version" {
+		return // the "exec from /tmp" probe runs a copy of itself
+	}
+	if os.Getuid() == 0 {
+		// The probes really try: as root on a host they would mount over
+		// /tmp and more. They are meant for uid 65532 inside a sandbox.
+		fmt.Fprintln(os.Stderr, "probe: running as root, so not inside a Quavon sandbox; refusing")
+		os.Exit(2)
+	}
+	canary := ""
+	if len(os.Args) > 1 {
+		canary = os.Args[1]
+	}
+	r := map[string]string{}
+
+	r["mount"] = func() string {
+		if err := syscall.Mount("none", "/tmp", "tmpfs", 0, ""); err != nil {
+			return blocked(err)
+		}
+		return open("mounted a tmpfs")
+	}()
+	r["ptrace-pid1"] = func() string {
+		if err := syscall.PtraceAttach(1); err != nil {
+			return blocked(err)
+		}
+		syscall.PtraceDetach(1)
+		return open("attached to pid 1")
+	}()
+	for _, p := range []string{"/etc/probe", "/probe", "/usr/probe", "/opt/quavon/probe", "/var/probe", "/root/probe"} {
+		r["write "+p] = func() string {
+			if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+				return blocked(err)
+			}
+			return open("wrote %s", p)
+		}()
+	}
+	r["overwrite entry"] = func() string {
+		f, err := os.OpenFile("/opt/quavon/entry", os.O_WRONLY, 0)
+		if err != nil {
+			return blocked(err)
+		}
+		f.Close()
+		return open("opened the entry program for writing")
+	}()
+	r["/proc/1/root"] = func() string {
+		if _, err := os.ReadDir("/proc/1/root/"); err != nil {
+			return blocked(err)
+		}
+		// Readable: it must at least not be the host's root.
+		if _, err := os.Stat("/proc/1/root/var/lib/docker"); err == nil {
+			return open("/proc/1/root is the host's root")
+		}
+		return "blocked: /proc/1/root is the container's own root"
+	}()
+	r["tun"] = func() string {
+		f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0)
+		if err != nil {
+			return blocked(err)
+		}
+		defer f.Close()
+		var req [40]byte // struct ifreq: name "q0", flags IFF_TUN
+		copy(req[:], "q0")
+		req[16] = 0x01
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), 0x400454ca /* TUNSETIFF */, uintptr(unsafe.Pointer(&req[0]))); errno != 0 {
+			return blocked(errno)
+		}
+		return open("created a tun device")
+	}()
+	r["raw socket"] = func() string {
+		fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_RAW, syscall.IPPROTO_ICMP)
+		if err != nil {
+			return blocked(err)
+		}
+		syscall.Close(fd)
+		return open("raw socket")
+	}()
+	r["packet socket"] = func() string {
+		fd, err := syscall.Socket(syscall.AF_PACKET, syscall.SOCK_RAW, 0)
+		if err != nil {
+			return blocked(err)
+		}
+		syscall.Close(fd)
+		return open("packet socket")
+	}()
+	r["/dev"] = func() string {
+		es, err := os.ReadDir("/dev")
+		if err != nil {
+			return blocked(err)
+		}
+		var extra []string
+		for _, e := range es {
+			if !allowedDev[e.Name()] {
+				extra = append(extra, e.Name())
+			}
+		}
+		if len(extra) > 0 {
+			return open("/dev has %v", extra)
+		}
+		return "blocked: only the minimal set"
+	}()
+	r["env self"] = func() string {
+		b, err := os.ReadFile("/proc/self/environ")
+		if err != nil {
+			return blocked(err)
+		}
+		var keys []string
+		for _, kv := range strings.Split(strings.TrimRight(string(b), "\x00"), "\x00") {
+			k, _, _ := strings.Cut(kv, "=")
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if canary != "" && strings.Contains(string(b), canary) {
+			return open("canary in /proc/self/environ")
+		}
+		return "blocked: keys " + strings.Join(keys, ",")
+	}()
+	r["env pid1"] = func() string {
+		b, err := os.ReadFile("/proc/1/environ")
+		if err != nil {
+			return blocked(err)
+		}
+		if canary != "" && strings.Contains(string(b), canary) {
+			return open("canary in /proc/1/environ")
+		}
+		return "blocked: no canary"
+	}()
+	home, _ := os.UserHomeDir()
+	for _, p := range []string{"/run/secrets", filepath.Join(home, ".ssh"), filepath.Join(home, ".gitconfig"), "/work/.git",
+		"/var/run/docker.sock", "/run/docker.sock", "/etc/docker", "/root/.docker"} {
+		r["exists "+p] = func() string {
+			if _, err := os.Lstat(p); err != nil {
+				return blocked(err)
+			}
+			return open("%s exists", p)
+		}()
+	}
+	dial := func(network, addr string) string {
+		c, err := net.DialTimeout(network, addr, 2*time.Second)
+		if err != nil {
+			return blocked(err)
+		}
+		defer c.Close()
+		if network == "udp" {
+			c.SetDeadline(time.Now().Add(2 * time.Second))
+			if _, err := c.Write([]byte("x")); err != nil {
+				return blocked(err)
+			}
+			buf := make([]byte, 1)
+			if _, err := c.Read(buf); err != nil {
+				return blocked(err)
+			}
+		}
+		return open("connected to %s %s", network, addr)
+	}
+	r["metadata 169.254.169.254:80"] = dial("tcp", "169.254.169.254:80")
+	r["tcp 1.1.1.1:443"] = dial("tcp", "1.1.1.1:443")
+	r["udp 8.8.8.8:53"] = dial("udp", "8.8.8.8:53")
+	r["tcp [2606:4700:4700::1111]:443"] = dial("tcp", "[2606:4700:4700::1111]:443")
+	r["dns"] = func() string {
+		addrs, err := net.LookupHost("deb.debian.org")
+		if err != nil {
+			return blocked(err)
+		}
+		return open("resolved %v", addrs)
+	}()
+	r["interfaces"] = func() string {
+		ifs, err := net.Interfaces()
+		if err != nil {
+			return blocked(err)
+		}
+		var names []string
+		for _, i := range ifs {
+			if i.Flags&net.FlagLoopback == 0 && i.Flags&net.FlagUp != 0 {
+				names = append(names, i.Name)
+			}
+		}
+		if len(names) > 0 {
+			return open("interfaces up: %v", names)
+		}
+		return "blocked: loopback only"
+	}()
+	r["setuid"] = func() string {
+		if err := syscall.Setuid(0); err != nil {
+			return blocked(err)
+		}
+		return open("became root")
+	}()
+	r["exec from /tmp"] = func() string {
+		self, _ := os.Executable()
+		b, err := os.ReadFile(self)
+		if err != nil {
+			return blocked(err)
+		}
+		if err := os.WriteFile("/tmp/probe-copy", b, 0o755); err != nil {
+			return blocked(err)
+		}
+		if err := exec.Command("/tmp/probe-copy", "--version").Run(); err != nil {
+			return blocked(err)
+		}
+		return open("executed a file from /tmp")
+	}()
+
+	json.NewEncoder(os.Stdout).Encode(r)
+}
