@@ -76,6 +76,11 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 	if err != nil {
 		return failed(fmt.Sprintf("image class %q is not in this runner's lockfile", job.ImageClass), ""), nil
 	}
+	if job.Egress.Mode != sandbox.EgressNone {
+		// The egress proxy is not part of this runner yet: refuse rather
+		// than run a setup step that silently has no network.
+		return failed("egress mode registries is not supported by this runner", ref), nil
+	}
 	limits := job.Limits.Clamp(e.ceiling)
 	base, err := e.fetch(ctx, job.Base, job.TenantID)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -323,5 +324,81 @@ func TestRejectedBeforeAnyRuntimeCall(t *testing.T) {
 	}
 	if !strings.Contains(f.logs.String(), `"reason":"replayed"`) {
 		t.Fatalf("replay not logged:\n%s", f.logs)
+	}
+}
+
+// slowRuntime records how many jobs run at once.
+type slowRuntime struct {
+	mu       sync.Mutex
+	now, max int
+	release  chan struct{}
+}
+
+func (s *slowRuntime) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.SandboxResult, error) {
+	s.mu.Lock()
+	s.now++
+	s.max = max(s.max, s.now)
+	s.mu.Unlock()
+	<-s.release
+	s.mu.Lock()
+	s.now--
+	s.mu.Unlock()
+	return &sandbox.SandboxResult{Status: sandbox.StatusCompleted}, nil
+}
+
+// TestConcurrencyLimit: Serve never runs more jobs at once than configured.
+func TestConcurrencyLimit(t *testing.T) {
+	t.Parallel()
+	worker := testenv.Valkey(t, testenv.UserControlPlane)
+	pool := testenv.Pool(t, worker)
+	keys := keyRing(t, key(t, 3))
+	f := newFixture(t, worker, worker, pool, keys)
+	names, _ := sandbox.NamesFor(pool)
+	consumer, _ := sandbox.NewConsumer(worker, names, "runner-c", 100*time.Millisecond)
+	verifier, _ := sandbox.NewVerifier(keys, pool, sandbox.NewValkeyReplayGuard(worker, names), nil)
+	rt := &slowRuntime{release: make(chan struct{})}
+	r, err := runner.New(runner.Config{ID: "runner-c", Source: consumer, Verifier: verifier, Keys: keys, Runtime: rt,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Concurrency: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Serve(ctx); close(done) }()
+	var ids []string
+	for i := range 6 {
+		j := f.job(t, worker, "job-conc-"+string(rune('a'+i))+"-x", emptySnapshot(t))
+		ids = append(ids, j.ID)
+		if err := f.queue.Enqueue(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(n int) {
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			rt.mu.Lock()
+			cur := rt.now
+			rt.mu.Unlock()
+			if cur == n {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // polling with a deadline
+		}
+		t.Fatalf("never reached %d running jobs", n)
+	}
+	for range 3 {
+		waitFor(2)
+		rt.release <- struct{}{}
+		rt.release <- struct{}{}
+	}
+	for _, id := range ids {
+		if res, err := f.queue.AwaitResult(ctx, id, time.Now().Add(10*time.Second)); err != nil || res.Status != sandbox.StatusCompleted {
+			t.Fatalf("job %s: %+v %v", id, res, err)
+		}
+	}
+	cancel()
+	<-done
+	if rt.max != 2 {
+		t.Fatalf("at most %d jobs ran at once, want exactly 2", rt.max)
 	}
 }

@@ -329,6 +329,20 @@ func TestUnknownImageClassFails(t *testing.T) {
 	}
 }
 
+// TestEgressRegistriesRefused: until the egress proxy exists, a job that
+// asks for registry access fails instead of running without it.
+func TestEgressRegistriesRefused(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, docker.ModeRunsc)
+	s := spec("byo:smoke", "true")
+	s.SetupCommand = "npm ci"
+	s.Egress = sandbox.Egress{Mode: sandbox.EgressRegistries, Hosts: []string{"registry.npmjs.org"}}
+	res := h.run(t, s, tree(t, map[string]string{"x": "x"}))
+	if res.Status != sandbox.StatusFailed || !strings.Contains(res.Error, "registries is not supported") {
+		t.Fatalf("%+v", res)
+	}
+}
+
 // TestRunscPlatformMismatchRefuses: a runner configured for another gVisor
 // platform than the engine's refuses to start.
 func TestRunscPlatformMismatchRefuses(t *testing.T) {
