@@ -111,7 +111,7 @@ const replacement = "\uFFFD"
 // rather than replaced.
 func validPrefix(b []byte, budget int, cut bool) ([]byte, int) {
 	if cut {
-		b = trimPartialRune(b)
+		b = TrimPartialRune(b)
 	}
 	out := make([]byte, 0, min(len(b), max(budget, 0)))
 	i := 0
@@ -180,8 +180,9 @@ func validSuffix(b []byte, budget int, cut bool) ([]byte, int) {
 	return out[at:], len(b) - j
 }
 
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b.
-func trimPartialRune(b []byte) []byte {
+// TrimPartialRune drops an incomplete UTF-8 sequence at the end of b, as
+// left by cutting valid text at a byte count. The runner cuts the same way.
+func TrimPartialRune(b []byte) []byte {
 	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
 		if utf8.RuneStart(b[len(b)-i]) {
 			if !utf8.FullRune(b[len(b)-i:]) {

@@ -123,7 +123,7 @@ func readArtefact(path string, room int64) (body []byte, cut bool, err error) {
 		return nil, false, errNotArtefact
 	}
 	if int64(len(body)) > room {
-		body, cut = trimPartialRune(body[:room]), true
+		body, cut = TrimPartialRune(body[:room]), true
 	}
 	if !utf8.Valid(body) {
 		return nil, false, errNotArtefact

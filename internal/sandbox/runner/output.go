@@ -129,7 +129,7 @@ func ReadOutput(r io.Reader, requested []string, lim OutputLimits, onSetup func(
 		}
 		if h.Size > int64(len(body)) {
 			out.Truncated = true
-			body = trimPartialRune(body) // a cut file may end mid-rune
+			body = entry.TrimPartialRune(body) // a cut file may end mid-rune
 		}
 		if !utf8.Valid(body) {
 			out.Truncated = true
@@ -164,17 +164,4 @@ func decodeStatus(name string, body []byte, out *Output, onSetup func(entry.Step
 		out.Exit = &e
 	}
 	return true
-}
-
-// trimPartialRune drops an incomplete UTF-8 sequence at the end of b.
-func trimPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
-		}
-	}
-	return b
 }

@@ -78,23 +78,6 @@ func keyRing(tb testing.TB, cur sandbox.Key, prev ...sandbox.Key) *sandbox.KeyRi
 	return r
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	pool    string
 	names   sandbox.Names
@@ -102,7 +85,7 @@ type fixture struct {
 	queue   *sandbox.Queue
 	runner  *runner.Runner
 	runtime *countingRuntime
-	logs    *syncBuffer
+	logs    *testenv.LogBuffer
 }
 
 // newFixture wires a real runner to real Valkey. worker is the control
@@ -130,7 +113,7 @@ func newFixture(t *testing.T, worker, runnerClient valkey.Client, pool string, k
 		t.Fatal(err)
 	}
 	rt := &countingRuntime{blobs: blobs}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	r, err := runner.New(runner.Config{ID: "runner-test", Source: consumer, Verifier: verifier, Keys: keys, Runtime: rt,
 		Log: slog.New(slog.NewJSONHandler(logs, nil))})
 	if err != nil {

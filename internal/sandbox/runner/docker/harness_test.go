@@ -1,7 +1,6 @@
 package docker_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -31,31 +30,13 @@ const (
 	workerCanary = "QUAVON-WORKER-CANARY-51be20"
 )
 
-// syncBuffer collects the runner's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a worker-side client and a real runner (in-process) on real
 // Valkey and a real Docker Engine, one pool per test.
 type harness struct {
 	client  *sandbox.Client
 	docker  *client.Client
 	backend *docker.Backend
-	logs    *syncBuffer
+	logs    *testenv.LogBuffer
 }
 
 func modes(t *testing.T) map[string]docker.Mode {
@@ -80,7 +61,7 @@ func newHarness(t *testing.T, mode docker.Mode) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.LogBuffer{}
 	ceiling := sandbox.Limits{CPUMillis: 2000, MemoryBytes: 1 << 30, Pids: 512, WallClockSeconds: 120, SetupSeconds: 60,
 		WorkBytes: 512 << 20, TmpBytes: 64 << 20, OutputBytes: 4 << 20, NoFile: 1024, FileSizeBytes: 512 << 20}
 	local, err := runner.StartLocal(ctx, runner.LocalConfig{Valkey: admin, Pool: pool, Keys: keys, Backend: backend,
