@@ -105,6 +105,7 @@ func TestContainerSettings(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, mode)
 			s := spec("byo:smoke", "sleep 20")
+			s.Limits.MemoryBytes = 2 << 30 // above the harness ceiling (1 GiB): clamped
 			// A marker in the environment tells this job's container from
 			// those of tests running alongside.
 			marker := "TZ=settings-" + name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -147,6 +148,7 @@ func TestContainerSettings(t *testing.T) {
 				t.Fatal(err)
 			}
 			l := s.Limits
+			l.MemoryBytes = 1 << 30
 			hc, cfg := info.HostConfig, info.Config
 			check := func(what string, ok bool) {
 				if !ok {
@@ -160,7 +162,7 @@ func TestContainerSettings(t *testing.T) {
 			check("no-new-privileges, default seccomp", slices.Equal(hc.SecurityOpt, []string{"no-new-privileges:true"}))
 			check("user", cfg.User == "65532:65532")
 			check("pids", hc.PidsLimit != nil && *hc.PidsLimit == l.Pids)
-			check("memory = swap", hc.Memory == l.MemoryBytes && hc.MemorySwap == l.MemoryBytes)
+			check("memory = swap, clamped to the ceiling", hc.Memory == l.MemoryBytes && hc.MemorySwap == l.MemoryBytes)
 			check("cpus", hc.NanoCPUs == l.CPUMillis*1_000_000)
 			check("tmpfs /work", strings.Contains(hc.Tmpfs["/work"], "exec") && !strings.Contains(hc.Tmpfs["/work"], "noexec") &&
 				strings.Contains(hc.Tmpfs["/work"], "nosuid") && strings.Contains(hc.Tmpfs["/work"], "nodev"))
