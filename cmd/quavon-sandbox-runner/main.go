@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"os/signal"
 	"regexp"
@@ -94,9 +95,21 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var eg *runner.EgressConfig
+	if len(cfg.Runner.Registries) > 0 {
+		proxy, err := netip.ParseAddrPort(cfg.Runner.EgressProxy)
+		if err != nil {
+			return fmt.Errorf("QUAVON_SANDBOX_REGISTRIES needs QUAVON_SANDBOX_EGRESS_PROXY (ip:port of the proxy): %w", err)
+		}
+		if err := backend.EnsureEgressNetwork(ctx, cfg.Runner.EgressNetwork); err != nil {
+			return err
+		}
+		eg = &runner.EgressConfig{Registries: cfg.Runner.Registries, Network: cfg.Runner.EgressNetwork, Proxy: proxy,
+			Grants: runner.NewEgressGrants(vk, names)}
+	}
 	exec, err := runner.NewExecutor(runner.ExecutorConfig{
 		Backend: backend, Images: images, Blobs: blobs, Ceiling: cfg.Runner.Ceiling,
-		Snapshot: cfg.SnapshotLimits(), Log: log,
+		Snapshot: cfg.SnapshotLimits(), Log: log, Egress: eg,
 	})
 	if err != nil {
 		return err

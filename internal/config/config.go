@@ -12,6 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +39,14 @@ type Config struct {
 	Edition Edition
 	Sandbox Sandbox
 	Runner  Runner
+	Egress  Egress
 	Valkey  Valkey
+}
+
+// Egress settings of quavon-sandbox-egress.
+type Egress struct {
+	// Listen is host:port; an empty host listens on every interface.
+	Listen string
 }
 
 // Edition is community (self-hosted) or enterprise (hosted, multi-tenant).
@@ -64,6 +73,14 @@ type Runner struct {
 	// Ceiling clamps every job's limits (SANDBOX_LIMIT_CEILING).
 	Ceiling    sandbox.Limits
 	DockerHost string
+	// Registries is the instance allowlist of registry hosts a setup step
+	// may reach (QUAVON_SANDBOX_REGISTRIES, comma-separated); empty means
+	// egress registries is refused.
+	Registries []string
+	// EgressNetwork is the internal Docker network shared with the proxy.
+	EgressNetwork string
+	// EgressProxy is the proxy's address on that network (ip:port).
+	EgressProxy string
 }
 
 // DefaultCeiling is SANDBOX_LIMIT_CEILING unless configured.
@@ -106,6 +123,10 @@ var known = map[string]string{
 	"QUAVON_SANDBOX_CONCURRENCY":          "2",
 	"QUAVON_SANDBOX_LIMIT_CEILING":        "",
 	"QUAVON_SANDBOX_DOCKER_HOST":          "unix:///var/run/docker.sock",
+	"QUAVON_SANDBOX_REGISTRIES":           "",
+	"QUAVON_SANDBOX_EGRESS_NETWORK":       "quavon-sandbox-egress",
+	"QUAVON_SANDBOX_EGRESS_PROXY":         "",
+	"QUAVON_EGRESS_LISTEN":                ":3128",
 	"QUAVON_VALKEY_ADDR":                  "127.0.0.1:6379",
 	"QUAVON_VALKEY_USER":                  "",
 	"QUAVON_VALKEY_PASSWORD_FILE":         "",
@@ -144,6 +165,7 @@ func Load(environ []string) (Config, error) {
 	c := Config{
 		Env:     Env(vals["QUAVON_ENV"]),
 		Edition: Edition(vals["QUAVON_EDITION"]),
+		Egress:  Egress{Listen: vals["QUAVON_EGRESS_LISTEN"]},
 		Runner: Runner{
 			Backend:       vals["QUAVON_SANDBOX_BACKEND"],
 			RunscPlatform: vals["QUAVON_SANDBOX_RUNSC_PLATFORM"],
@@ -151,6 +173,8 @@ func Load(environ []string) (Config, error) {
 			ID:            vals["QUAVON_SANDBOX_RUNNER_ID"],
 			DockerHost:    vals["QUAVON_SANDBOX_DOCKER_HOST"],
 			Ceiling:       DefaultCeiling,
+			EgressNetwork: vals["QUAVON_SANDBOX_EGRESS_NETWORK"],
+			EgressProxy:   vals["QUAVON_SANDBOX_EGRESS_PROXY"],
 		},
 		Sandbox: Sandbox{
 			Pool:             vals["QUAVON_SANDBOX_POOL"],
@@ -201,6 +225,26 @@ func Load(environ []string) (Config, error) {
 		errs = append(errs, errors.New("QUAVON_SANDBOX_CONCURRENCY: want 1..256"))
 	} else {
 		c.Runner.Concurrency = n
+	}
+	if _, port, err := net.SplitHostPort(c.Egress.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("QUAVON_EGRESS_LISTEN %q: want host:port", c.Egress.Listen))
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		errs = append(errs, fmt.Errorf("QUAVON_EGRESS_LISTEN %q: want a port 1-65535", c.Egress.Listen))
+	}
+	if v := vals["QUAVON_SANDBOX_REGISTRIES"]; v != "" {
+		for _, h := range strings.Split(v, ",") {
+			h = strings.TrimSpace(h)
+			if err := sandbox.ValidateHost(h); err != nil {
+				errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_REGISTRIES: %w", err))
+				continue
+			}
+			c.Runner.Registries = append(c.Runner.Registries, h)
+		}
+	}
+	if p := c.Runner.EgressProxy; p != "" {
+		if ap, err := netip.ParseAddrPort(p); err != nil || !ap.Addr().Is4() && !ap.Addr().Is6() {
+			errs = append(errs, errors.New("QUAVON_SANDBOX_EGRESS_PROXY: want ip:port of the proxy on the egress network"))
+		}
 	}
 	if v := vals["QUAVON_SANDBOX_LIMIT_CEILING"]; v != "" {
 		dec := json.NewDecoder(strings.NewReader(v))

@@ -57,6 +57,9 @@ func TestSandboxUserACL(t *testing.T) {
 	allowed(t, s, "GET of a blob chunk", b.Get().Key("quavon-sandbox:blob:acl-test:0").Build())
 	allowed(t, s, "DEL of a blob chunk", b.Del().Key("quavon-sandbox:blob:acl-test:0").Build())
 	allowed(t, s, "SET NX of a replay guard", b.Set().Key("quavon-sandbox:seen:acl-test").Value("1").Nx().Px(time.Second).Build())
+	allowed(t, s, "SET of an egress credential", b.Set().Key("quavon-sandbox:egress:acl-test").Value("{}").Px(time.Second).Build())
+	allowed(t, s, "DEL of an egress credential", b.Del().Key("quavon-sandbox:egress:acl-test").Build())
+	denied(t, s, "GET of an egress credential", b.Get().Key("quavon-sandbox:egress:acl-test").Build())
 }
 
 func TestEgressUserACL(t *testing.T) {

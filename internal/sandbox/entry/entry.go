@@ -126,7 +126,7 @@ type job struct {
 // do runs the job up to the logs. Every error it returns is the entry
 // program's own; exit holds the steps' results so far.
 func (j *job) do(ctx context.Context, in io.Reader, exit *Exit) error {
-	req, base, overlay, err := ReadInput(in)
+	req, base, rest, err := ReadInput(in)
 	if err != nil {
 		return err
 	}
@@ -158,11 +158,16 @@ func (j *job) do(ctx context.Context, in io.Reader, exit *Exit) error {
 		if res.ExitCode != 0 || res.TimedOut {
 			return nil // the run step is skipped; see the package doc
 		}
+		// Nothing of the run step starts before the runner has revoked the
+		// setup step's egress and said so.
+		if err := rest.AwaitGoAhead(); err != nil {
+			return err
+		}
 	}
 
 	if req.OverlayBytes > 0 {
 		lim.MaxBytes = req.OverlayBytes
-		if _, err := snapshot.ExtractOverlay(overlay, j.cfg.WorkDir, lim); err != nil {
+		if _, err := snapshot.ExtractOverlay(rest.Overlay(), j.cfg.WorkDir, lim); err != nil {
 			return fmt.Errorf("overlay snapshot: %w", err)
 		}
 	}

@@ -552,3 +552,25 @@ func TestRunStepThatCannotStart(t *testing.T) {
 		t.Fatalf("setup.json %+v, exit %+v", r.setup, r.exit)
 	}
 }
+
+// TestRunStepWaitsForTheGoAhead: after the setup step nothing runs until
+// the runner's go-ahead arrives; input that ends without one ends the job
+// with the run step not run.
+func TestRunStepWaitsForTheGoAhead(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	req := request("echo ran > /dev/stderr; touch ran")
+	req.SetupCommand = "true"
+	req.SetupSeconds = 30
+	var in bytes.Buffer
+	if err := WriteHead(&in, req, buildSnapshot(t, map[string]string{"x": "x"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	r := e.run(t, in.Bytes())
+	if r.err == nil || r.exit.Run.Ran || r.setup == nil || r.setup.ExitCode != 0 {
+		t.Fatalf("run without go-ahead: err %v, exit %+v, setup %+v", r.err, r.exit, r.setup)
+	}
+	if _, err := os.Stat(filepath.Join(e.cfg.WorkDir, "ran")); err == nil {
+		t.Fatal("the run step ran without the go-ahead")
+	}
+}

@@ -20,6 +20,8 @@ import (
 //	"QUAVON-ENTRY/1\n"
 //	uint32 big-endian n, then n bytes of Request JSON
 //	Request.BaseBytes bytes: the base snapshot (gzip tar)
+//	GoAhead, one byte, only when there is a setup step: sent by the runner
+//	after it read setup.json and revoked the step's egress
 //	Request.OverlayBytes bytes: the overlay snapshot (gzip tar), if any
 //
 // Entry → runner, on the container's stdout: one tar stream (the output).
@@ -161,10 +163,16 @@ func clip(s string) string {
 	return s
 }
 
-// WriteInput writes the framed input: magic, request, base, overlay. It sets
-// req.BaseBytes and req.OverlayBytes from the snapshots.
-func WriteInput(w io.Writer, req *Request, base, overlay []byte) error {
-	req.BaseBytes, req.OverlayBytes = int64(len(base)), int64(len(overlay))
+// GoAhead is the byte the runner sends after the setup step's setup.json,
+// once it has revoked the step's egress: the entry program applies the
+// overlay and starts the run step only after reading it.
+const GoAhead byte = 'G'
+
+// WriteHead writes the framed input up to the base snapshot: magic, request
+// and base. It sets req.BaseBytes and req.OverlayBytes. When the request
+// has a setup step, the caller must send GoAhead before the overlay.
+func WriteHead(w io.Writer, req *Request, base []byte, overlayBytes int64) error {
+	req.BaseBytes, req.OverlayBytes = int64(len(base)), overlayBytes
 	if err := req.Validate(); err != nil {
 		return err
 	}
@@ -180,14 +188,51 @@ func WriteInput(w io.Writer, req *Request, base, overlay []byte) error {
 	binary.Write(bw, binary.BigEndian, uint32(len(hdr)))
 	bw.Write(hdr)
 	bw.Write(base)
-	bw.Write(overlay)
 	return bw.Flush()
 }
 
-// ReadInput reads the framed input. The snapshots are returned as readers
-// limited to their declared sizes; base must be consumed before overlay, and
-// r must not be read other than through them (ReadInput buffers it).
-func ReadInput(r io.Reader) (*Request, io.Reader, io.Reader, error) {
+// WriteInput writes the whole framed input at once (GoAhead included when
+// there is a setup step): for callers with nothing to do between the steps.
+func WriteInput(w io.Writer, req *Request, base, overlay []byte) error {
+	if err := WriteHead(w, req, base, int64(len(overlay))); err != nil {
+		return err
+	}
+	if req.SetupCommand != "" {
+		if _, err := w.Write([]byte{GoAhead}); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(overlay)
+	return err
+}
+
+// Rest is the input after the base snapshot.
+type Rest struct {
+	br  *bufio.Reader
+	req *Request
+}
+
+// AwaitGoAhead blocks until the runner's go-ahead arrives. Only a request
+// with a setup step has one.
+func (r *Rest) AwaitGoAhead() error {
+	if r.req.SetupCommand == "" {
+		return nil
+	}
+	b, err := r.br.ReadByte()
+	if err != nil || b != GoAhead {
+		return errors.New("entry input: no go-ahead from the runner after the setup step")
+	}
+	return nil
+}
+
+// Overlay is the overlay snapshot, limited to its declared size.
+func (r *Rest) Overlay() io.Reader { return io.LimitReader(r.br, r.req.OverlayBytes) }
+
+// ReadInput reads the framed input up to the base snapshot, returned as a
+// reader limited to its declared size; it must be consumed before Rest is
+// used, and r must not be read other than through them (ReadInput buffers
+// it).
+func ReadInput(r io.Reader) (*Request, io.Reader, *Rest, error) {
 	br := bufio.NewReader(r)
 	magic := make([]byte, len(Magic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != Magic {
@@ -213,7 +258,5 @@ func ReadInput(r io.Reader) (*Request, io.Reader, io.Reader, error) {
 	if err := req.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
-	base := io.LimitReader(br, req.BaseBytes)
-	overlay := io.LimitReader(br, req.OverlayBytes)
-	return &req, base, overlay, nil
+	return &req, io.LimitReader(br, req.BaseBytes), &Rest{br: br, req: &req}, nil
 }

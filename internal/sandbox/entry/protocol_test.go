@@ -24,7 +24,7 @@ func TestInputRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	buf.WriteString("after")
-	got, base, overlay, err := ReadInput(&buf)
+	got, base, rest, err := ReadInput(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,9 +32,46 @@ func TestInputRoundTrip(t *testing.T) {
 		t.Fatalf("request %+v", got)
 	}
 	b, _ := io.ReadAll(base)
-	o, _ := io.ReadAll(overlay)
+	if err := rest.AwaitGoAhead(); err != nil {
+		t.Fatal(err)
+	}
+	o, _ := io.ReadAll(rest.Overlay())
 	if string(b) != "base" || string(o) != "overlay!" {
 		t.Fatalf("base %q overlay %q", b, o)
+	}
+}
+
+// TestGoAheadIsRequiredAfterSetup: with a setup step, nothing after the
+// base is taken without the runner's go-ahead byte.
+func TestGoAheadIsRequiredAfterSetup(t *testing.T) {
+	t.Parallel()
+	for _, after := range []string{"", "X", "overlay"} {
+		var buf bytes.Buffer
+		req := validRequest()
+		if err := WriteHead(&buf, req, []byte("base"), 0); err != nil {
+			t.Fatal(err)
+		}
+		buf.WriteString(after)
+		_, base, rest, err := ReadInput(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(base)
+		if err := rest.AwaitGoAhead(); err == nil {
+			t.Errorf("go-ahead accepted from %q", after)
+		}
+	}
+	// Without a setup step there is nothing to wait for.
+	req := validRequest()
+	req.SetupCommand = ""
+	var buf bytes.Buffer
+	if err := WriteInput(&buf, req, []byte("b"), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, base, rest, _ := ReadInput(&buf)
+	io.ReadAll(base)
+	if err := rest.AwaitGoAhead(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -130,7 +167,7 @@ func FuzzReadInput(f *testing.F) {
 	f.Add(frame(Magic, 2, "{}", ""))
 	f.Add([]byte(Magic))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, base, overlay, err := ReadInput(bytes.NewReader(data))
+		req, base, rest, err := ReadInput(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
@@ -138,12 +175,15 @@ func FuzzReadInput(f *testing.F) {
 			t.Fatalf("accepted an invalid request: %v", err)
 		}
 		b, _ := io.ReadAll(base)
-		o, _ := io.ReadAll(overlay)
+		var o []byte
+		if int64(len(b)) == req.BaseBytes && rest.AwaitGoAhead() == nil {
+			o, _ = io.ReadAll(rest.Overlay())
+		}
 		if int64(len(b)) > req.BaseBytes || int64(len(o)) > req.OverlayBytes {
 			t.Fatalf("snapshots beyond their sizes: %d/%d %d/%d", len(b), req.BaseBytes, len(o), req.OverlayBytes)
 		}
 		// What was accepted round-trips when the snapshots are complete.
-		if int64(len(b)) == req.BaseBytes && int64(len(o)) == req.OverlayBytes {
+		if int64(len(b)) == req.BaseBytes && int64(len(o)) == req.OverlayBytes && req.OverlayBytes > 0 {
 			var again bytes.Buffer
 			if err := WriteInput(&again, req, b, o); err != nil {
 				t.Fatalf("WriteInput of an accepted request: %v", err)

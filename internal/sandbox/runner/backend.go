@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"io"
+	"net/netip"
 
 	"github.com/quavon/quavon/internal/sandbox"
 )
@@ -22,6 +23,9 @@ type ContainerSpec struct {
 	ImageRef string   // pinned: sha256:<id> or repository@sha256:<digest>
 	Env      []string // complete KEY=VALUE list
 	Limits   sandbox.Limits
+	// Network is empty (no network at all) or the internal egress network
+	// the setup step reaches the proxy through.
+	Network string
 }
 
 // ExecResult is how the container ended.
@@ -37,6 +41,12 @@ type ExecResult struct {
 type Backend interface {
 	Name() string
 	Exec(ctx context.Context, spec ContainerSpec, stdin io.Reader, stdout io.Writer) (ExecResult, error)
+	// Isolate cuts a running job's container off every network (the end
+	// of its setup step).
+	Isolate(ctx context.Context, jobID string) error
+	// CheckEgress reports whether network is fit to carry setup-step
+	// egress to the proxy at proxy.
+	CheckEgress(ctx context.Context, network string, proxy netip.AddrPort) error
 }
 
 // ContainerEnv is the complete environment of a job's container: fixed PATH

@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
+	"sync"
+	"time"
 
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/entry"
@@ -17,6 +20,7 @@ import (
 // their chunks), streams them into the container, parses the hostile output
 // and assembles the result. It implements Runtime.
 type Executor struct {
+	egress   *EgressConfig
 	backend  Backend
 	images   *Lockfile
 	blobs    *sandbox.BlobStore
@@ -35,6 +39,17 @@ type ExecutorConfig struct {
 	Ceiling  sandbox.Limits  // SANDBOX_LIMIT_CEILING
 	Snapshot snapshot.Limits // entry and unpacked caps passed to the entry program
 	Log      *slog.Logger
+	// Egress, when not nil, lets setup steps of jobs with egress
+	// registries reach the allowlisted registries through the proxy.
+	Egress *EgressConfig
+}
+
+// EgressConfig is the runner's side of setup-step egress.
+type EgressConfig struct {
+	Registries []string       // instance allowlist (QUAVON_SANDBOX_REGISTRIES)
+	Network    string         // internal Docker network shared with the proxy
+	Proxy      netip.AddrPort // the proxy's address on it
+	Grants     *EgressGrants  // per-job credentials in Valkey
 }
 
 // NewExecutor validates cfg.
@@ -51,7 +66,10 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 	if cfg.Snapshot.MaxUnpackedBytes <= 0 {
 		cfg.Snapshot.MaxUnpackedBytes = snapshot.DefaultMaxUnpackedBytes
 	}
-	return &Executor{backend: cfg.Backend, images: cfg.Images, blobs: cfg.Blobs, ceiling: cfg.Ceiling, snapshot: cfg.Snapshot, log: cfg.Log}, nil
+	if eg := cfg.Egress; eg != nil && (len(eg.Registries) == 0 || eg.Network == "" || !eg.Proxy.IsValid() || eg.Grants == nil) {
+		return nil, errors.New("runner.NewExecutor: egress needs registries, a network, the proxy address and a grant store")
+	}
+	return &Executor{egress: cfg.Egress, backend: cfg.Backend, images: cfg.Images, blobs: cfg.Blobs, ceiling: cfg.Ceiling, snapshot: cfg.Snapshot, log: cfg.Log}, nil
 }
 
 // failed is a result for a job that could not run; msg is a fixed text.
@@ -76,12 +94,15 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 	if err != nil {
 		return failed(fmt.Sprintf("image class %q is not in this runner's lockfile", job.ImageClass), ""), nil
 	}
-	if job.Egress.Mode != sandbox.EgressNone {
-		// The egress proxy is not part of this runner yet: refuse rather
-		// than run a setup step that silently has no network.
-		return failed("egress mode registries is not supported by this runner", ref), nil
-	}
 	limits := job.Limits.Clamp(e.ceiling)
+	var pass *egressPass
+	if job.Egress.Mode == sandbox.EgressRegistries {
+		var msg string
+		if pass, msg = e.openEgress(ctx, job, limits); pass == nil {
+			return failed(msg, ref), nil
+		}
+		defer pass.revoke(context.WithoutCancel(ctx))
+	}
 	base, err := e.fetch(ctx, job.Base, job.TenantID)
 	if err != nil {
 		e.log.Warn("sandbox snapshot refused", slog.String("job_id", job.ID), slog.String("error", err.Error()))
@@ -103,20 +124,31 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 		MaxEntries:       e.snapshot.MaxEntries,
 		MaxUnpackedBytes: min(e.snapshot.MaxUnpackedBytes, limits.WorkBytes),
 	}
+	setupDone := make(chan struct{})
+	var setupOnce sync.Once
+	outputDone := make(chan struct{})
 	inR, inW := io.Pipe()
-	go func() { inW.CloseWithError(entry.WriteInput(inW, req, base, overlay)) }()
+	go func() {
+		inW.CloseWithError(e.feed(ctx, inW, req, base, overlay, pass, limits, setupDone, outputDone))
+	}()
 	defer inR.Close()
 
 	outR, outW := io.Pipe()
 	parsed := make(chan *Output, 1)
 	go func() {
-		out, err := ReadOutput(outR, job.Artefacts, OutputLimits{Total: limits.OutputBytes, Raw: 2*limits.OutputBytes + 1<<20}, nil)
+		out, err := ReadOutput(outR, job.Artefacts, OutputLimits{Total: limits.OutputBytes, Raw: 2*limits.OutputBytes + 1<<20},
+			func(entry.StepResult) { setupOnce.Do(func() { close(setupDone) }) })
 		// Anything after the tar (or past the cap) is refused: the next
 		// write fails and the backend stops the container.
 		outR.CloseWithError(errors.Join(errors.New("output closed"), err))
+		close(outputDone)
 		parsed <- out
 	}()
 	spec := ContainerSpec{JobID: job.ID, ImageRef: ref, Env: ContainerEnv(job), Limits: limits}
+	if pass != nil {
+		spec.Env = append(spec.Env, pass.env...)
+		spec.Network = e.egress.Network
+	}
 	res, execErr := e.backend.Exec(ctx, spec, inR, outW)
 	outW.Close()
 	out := <-parsed
@@ -161,6 +193,53 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 	}
 	return result, nil
 }
+
+// feed writes the container's input. With a setup step it stops after the
+// base snapshot until the setup step has reported its end (or its budget
+// has run out), revokes the step's egress, and only then sends the
+// go-ahead and the overlay: nothing of the run step can start while the
+// egress credential still exists. A failed revocation sends nothing more,
+// so the entry program refuses to go on.
+func (e *Executor) feed(ctx context.Context, w io.Writer, req *entry.Request, base, overlay []byte, pass *egressPass,
+	limits sandbox.Limits, setupDone, outputDone <-chan struct{}) error {
+	if err := entry.WriteHead(w, req, base, int64(len(overlay))); err != nil {
+		return err
+	}
+	if req.SetupCommand != "" {
+		budget := time.NewTimer(time.Duration(limits.SetupSeconds)*time.Second + setupGrace)
+		defer budget.Stop()
+		select {
+		case <-setupDone:
+		case <-budget.C:
+		case <-outputDone:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if pass != nil {
+			if err := pass.revoke(context.WithoutCancel(ctx)); err != nil {
+				e.log.Error("sandbox egress not revoked; run step refused", slog.String("job_id", pass.jobID), slog.String("error", err.Error()))
+				return err
+			}
+		}
+		select {
+		case <-setupDone: // setup reported (the budget may have run out first)
+		case <-outputDone:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if _, err := w.Write([]byte{entry.GoAhead}); err != nil {
+			return err
+		}
+	}
+	_, err := w.Write(overlay)
+	return err
+}
+
+// setupGrace is how long past its own budget the runner waits for the
+// entry program to report the setup step's end before revoking egress.
+const setupGrace = 10 * time.Second
 
 func step(s entry.StepResult) sandbox.Step {
 	return sandbox.Step{Name: s.Step, Ran: s.Ran, ExitCode: s.ExitCode, TimedOut: s.TimedOut, DurationMillis: s.DurationMillis}

@@ -25,6 +25,8 @@ type LocalConfig struct {
 	Snapshot    snapshot.Limits
 	Concurrency int
 	Log         *slog.Logger
+	// Egress, when not nil, enables setup-step egress; Grants is filled in.
+	Egress *EgressConfig
 }
 
 // Local is a running in-process runner and the client that feeds it.
@@ -47,7 +49,13 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	ex, err := NewExecutor(ExecutorConfig{Backend: cfg.Backend, Images: cfg.Images, Blobs: blobs, Ceiling: cfg.Ceiling, Snapshot: cfg.Snapshot, Log: cfg.Log})
+	if cfg.Egress != nil {
+		eg := *cfg.Egress
+		eg.Grants = NewEgressGrants(cfg.Valkey, names)
+		cfg.Egress = &eg
+	}
+	ex, err := NewExecutor(ExecutorConfig{Backend: cfg.Backend, Images: cfg.Images, Blobs: blobs, Ceiling: cfg.Ceiling,
+		Snapshot: cfg.Snapshot, Log: cfg.Log, Egress: cfg.Egress})
 	if err != nil {
 		return nil, err
 	}

@@ -17,11 +17,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/network"
 	"github.com/docker/docker/client"
 	"github.com/docker/docker/pkg/stdcopy"
 
@@ -115,9 +118,14 @@ func (b *Backend) ContainerConfig(spec runner.ContainerSpec) (*container.Config,
 		StdinOnce:       true,
 		NetworkDisabled: true,
 	}
+	netMode := container.NetworkMode("none")
+	if spec.Network != "" {
+		netMode = container.NetworkMode(spec.Network)
+		cfg.NetworkDisabled = false
+	}
 	host := &container.HostConfig{
 		Runtime:        b.runtime,
-		NetworkMode:    "none",
+		NetworkMode:    netMode,
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges:true"},
@@ -232,4 +240,66 @@ func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.
 			return res, fmt.Errorf("docker: wait: %w", err)
 		}
 	}
+}
+
+// Isolate disconnects the job's container from every network it is on; it
+// keeps its loopback only.
+func (b *Backend) Isolate(ctx context.Context, jobID string) error {
+	cs, err := b.cli.ContainerList(ctx, container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", LabelJobID+"="+jobID))})
+	if err != nil {
+		return fmt.Errorf("docker: isolate: %w", err)
+	}
+	for _, c := range cs {
+		if c.NetworkSettings == nil {
+			continue
+		}
+		for name := range c.NetworkSettings.Networks {
+			if name == "none" {
+				continue
+			}
+			if err := b.cli.NetworkDisconnect(ctx, name, c.ID, true); err != nil {
+				return fmt.Errorf("docker: isolate %s from %s: %w", c.ID[:12], name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckEgress accepts network only if it exists, is internal (no route out
+// but through the proxy) and the proxy's address is on it: a container of
+// that network holds it, or it is the network's gateway (a proxy on the
+// host, for single-host development).
+func (b *Backend) CheckEgress(ctx context.Context, name string, proxy netip.AddrPort) error {
+	n, err := b.cli.NetworkInspect(ctx, name, network.InspectOptions{})
+	if err != nil {
+		return fmt.Errorf("egress network %q: %w", name, err)
+	}
+	if !n.Internal {
+		return fmt.Errorf("egress network %q is not internal", name)
+	}
+	for _, c := range n.Containers {
+		if p, err := netip.ParsePrefix(c.IPv4Address); err == nil && p.Addr() == proxy.Addr() {
+			return nil
+		}
+	}
+	for _, cfg := range n.IPAM.Config {
+		if gw, err := netip.ParseAddr(cfg.Gateway); err == nil && gw == proxy.Addr() {
+			return nil
+		}
+	}
+	return fmt.Errorf("egress network %q: no proxy at %s", name, proxy.Addr())
+}
+
+// EnsureEgressNetwork creates the internal egress network if it is missing.
+func (b *Backend) EnsureEgressNetwork(ctx context.Context, name string) error {
+	if _, err := b.cli.NetworkInspect(ctx, name, network.InspectOptions{}); err == nil {
+		return nil
+	}
+	_, err := b.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true,
+		Labels: map[string]string{"quavon.egress": "true"}})
+	if err != nil {
+		return fmt.Errorf("docker: create egress network %q: %w", name, err)
+	}
+	return nil
 }

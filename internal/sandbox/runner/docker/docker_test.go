@@ -331,16 +331,16 @@ func TestUnknownImageClassFails(t *testing.T) {
 	}
 }
 
-// TestEgressRegistriesRefused: until the egress proxy exists, a job that
-// asks for registry access fails instead of running without it.
-func TestEgressRegistriesRefused(t *testing.T) {
+// TestEgressRegistriesRefusedWithoutEgress: a runner without egress
+// configured fails such a job instead of running its setup step offline.
+func TestEgressRegistriesRefusedWithoutEgress(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, docker.ModeRunsc)
 	s := spec("byo:smoke", "true")
 	s.SetupCommand = "npm ci"
 	s.Egress = sandbox.Egress{Mode: sandbox.EgressRegistries, Hosts: []string{"registry.npmjs.org"}}
 	res := h.run(t, s, tree(t, map[string]string{"x": "x"}))
-	if res.Status != sandbox.StatusFailed || !strings.Contains(res.Error, "registries is not supported") {
+	if res.Status != sandbox.StatusFailed || !strings.Contains(res.Error, "not enabled on this runner") {
 		t.Fatalf("%+v", res)
 	}
 }

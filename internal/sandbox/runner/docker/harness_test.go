@@ -16,6 +16,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
@@ -45,18 +46,25 @@ func modes(t *testing.T) map[string]docker.Mode {
 
 func newHarness(t *testing.T, mode docker.Mode) *harness {
 	t.Helper()
-	ctx := context.Background()
+	dc := testenv.Docker(t)
+	backend, err := docker.New(context.Background(), dc, mode, testenv.RunscPlatform(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
-	pool := testenv.Pool(t, admin)
+	return newHarnessWith(t, backend, admin, testenv.Pool(t, admin), nil)
+}
+
+// newHarnessWith starts an in-process runner on backend for pool, with
+// setup-step egress when eg is not nil.
+func newHarnessWith(t *testing.T, backend *docker.Backend, admin valkey.Client, pool string, eg *runner.EgressConfig) *harness {
+	t.Helper()
+	ctx := context.Background()
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	key, _ := sandbox.NewKey(secret)
 	keys, _ := sandbox.NewKeyRing(key)
 	dc := testenv.Docker(t)
-	backend, err := docker.New(ctx, dc, mode, testenv.RunscPlatform(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	images, err := runner.LoadLockfile(testenv.ImagesLock(t))
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +73,7 @@ func newHarness(t *testing.T, mode docker.Mode) *harness {
 	ceiling := sandbox.Limits{CPUMillis: 2000, MemoryBytes: 1 << 30, Pids: 512, WallClockSeconds: 120, SetupSeconds: 60,
 		WorkBytes: 512 << 20, TmpBytes: 64 << 20, OutputBytes: 4 << 20, NoFile: 1024, FileSizeBytes: 512 << 20}
 	local, err := runner.StartLocal(ctx, runner.LocalConfig{Valkey: admin, Pool: pool, Keys: keys, Backend: backend,
-		Images: images, Ceiling: ceiling, Concurrency: 2, Log: slog.New(slog.NewJSONHandler(logs, nil))})
+		Images: images, Ceiling: ceiling, Concurrency: 2, Log: slog.New(slog.NewJSONHandler(logs, nil)), Egress: eg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +83,7 @@ func newHarness(t *testing.T, mode docker.Mode) *harness {
 			t.Errorf("runner logs contain a canary:\n%s", logs)
 		}
 	})
-	c := local.Client
-	return &harness{client: c, docker: dc, backend: backend, logs: logs}
+	return &harness{client: local.Client, docker: dc, backend: backend, logs: logs}
 }
 
 // TestMain checks, after every test has ended, that no sandbox container
@@ -152,23 +159,28 @@ func tree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-var probeOnce = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "quavon-probe")
-	if err != nil {
-		return "", err
-	}
-	out := filepath.Join(dir, "probe")
-	cmd := exec.Command("go", "build", "-o", out, "./testdata/probe")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{string(b)}
-	}
-	return out, nil
-})
+// buildStatic builds ./testdata/<name> as a static binary, once per run.
+func buildStatic(name string) func() (string, error) {
+	return sync.OnceValues(func() (string, error) {
+		dir, err := os.MkdirTemp("", "quavon-"+name)
+		if err != nil {
+			return "", err
+		}
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", out, "./testdata/"+name)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", &buildError{string(b)}
+		}
+		return out, nil
+	})
+}
+
+var probeOnce = buildStatic("probe")
 
 type buildError struct{ out string }
 
-func (e *buildError) Error() string { return "building the probe: " + e.out }
+func (e *buildError) Error() string { return "building a test program: " + e.out }
 
 // probeTree is a repository whose code is the escape probe.
 func probeTree(t *testing.T) string {
