@@ -105,7 +105,10 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 			return err
 		}
 		eg = &runner.EgressConfig{Registries: cfg.Runner.Registries, Network: cfg.Runner.EgressNetwork, Proxy: proxy,
-			Grants: runner.NewEgressGrants(vk, names)}
+			HostProxy: cfg.Runner.EgressHostProxy, Grants: runner.NewEgressGrants(vk, names)}
+		if eg.HostProxy {
+			log.Warn("INSECURE EGRESS: the egress proxy runs on the host, so setup steps can reach the host's own services on the egress network's gateway address")
+		}
 	}
 	exec, err := runner.NewExecutor(runner.ExecutorConfig{
 		Backend: backend, Images: images, Blobs: blobs, Ceiling: cfg.Runner.Ceiling,

@@ -81,6 +81,9 @@ type Runner struct {
 	EgressNetwork string
 	// EgressProxy is the proxy's address on that network (ip:port).
 	EgressProxy string
+	// EgressHostProxy: the proxy runs on the host at the network's gateway
+	// (development only; refused in production and enterprise).
+	EgressHostProxy bool
 }
 
 // DefaultCeiling is SANDBOX_LIMIT_CEILING unless configured.
@@ -126,6 +129,7 @@ var known = map[string]string{
 	"QUAVON_SANDBOX_REGISTRIES":           "",
 	"QUAVON_SANDBOX_EGRESS_NETWORK":       "quavon-sandbox-egress",
 	"QUAVON_SANDBOX_EGRESS_PROXY":         "",
+	"QUAVON_SANDBOX_EGRESS_HOST_PROXY":    "false",
 	"QUAVON_EGRESS_LISTEN":                ":3128",
 	"QUAVON_VALKEY_ADDR":                  "127.0.0.1:6379",
 	"QUAVON_VALKEY_USER":                  "",
@@ -230,6 +234,16 @@ func Load(environ []string) (Config, error) {
 		errs = append(errs, fmt.Errorf("QUAVON_EGRESS_LISTEN %q: want host:port", c.Egress.Listen))
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 		errs = append(errs, fmt.Errorf("QUAVON_EGRESS_LISTEN %q: want a port 1-65535", c.Egress.Listen))
+	}
+	switch v := vals["QUAVON_SANDBOX_EGRESS_HOST_PROXY"]; v {
+	case "false":
+	case "true":
+		if c.Env == Production || c.Edition == Enterprise {
+			errs = append(errs, errors.New("QUAVON_SANDBOX_EGRESS_HOST_PROXY=true exposes the host to setup steps: refused in production and in the enterprise edition"))
+		}
+		c.Runner.EgressHostProxy = true
+	default:
+		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_EGRESS_HOST_PROXY %q: want true or false", v))
 	}
 	if v := vals["QUAVON_SANDBOX_REGISTRIES"]; v != "" {
 		for _, h := range strings.Split(v, ",") {

@@ -45,8 +45,8 @@ type Backend interface {
 	// of its setup step).
 	Isolate(ctx context.Context, jobID string) error
 	// CheckEgress reports whether network is fit to carry setup-step
-	// egress to the proxy at proxy.
-	CheckEgress(ctx context.Context, network string, proxy netip.AddrPort) error
+	// egress to the proxy at proxy (on the host when hostProxy).
+	CheckEgress(ctx context.Context, network string, proxy netip.AddrPort, hostProxy bool) error
 }
 
 // ContainerEnv is the complete environment of a job's container: fixed PATH

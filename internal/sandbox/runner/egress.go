@@ -100,7 +100,7 @@ func (e *Executor) openEgress(ctx context.Context, job *sandbox.SandboxJob, limi
 	if len(hosts) == 0 {
 		return nil, "none of the job's registries is on this instance's allowlist"
 	}
-	if err := e.backend.CheckEgress(ctx, e.egress.Network, e.egress.Proxy); err != nil {
+	if err := e.backend.CheckEgress(ctx, e.egress.Network, e.egress.Proxy, e.egress.HostProxy); err != nil {
 		e.log.Error("sandbox egress misconfigured", slog.String("job_id", job.ID), slog.String("error", err.Error()))
 		return nil, "the egress network is misconfigured: jobs with egress registries are refused"
 	}

@@ -49,7 +49,10 @@ type EgressConfig struct {
 	Registries []string       // instance allowlist (QUAVON_SANDBOX_REGISTRIES)
 	Network    string         // internal Docker network shared with the proxy
 	Proxy      netip.AddrPort // the proxy's address on it
-	Grants     *EgressGrants  // per-job credentials in Valkey
+	// HostProxy: the proxy runs on the host at the network's gateway
+	// (development only: the host is then reachable from setup steps).
+	HostProxy bool
+	Grants    *EgressGrants // per-job credentials in Valkey
 }
 
 // NewExecutor validates cfg.

@@ -266,11 +266,18 @@ func (b *Backend) Isolate(ctx context.Context, jobID string) error {
 	return nil
 }
 
-// CheckEgress accepts network only if it exists, is internal (no route out
-// but through the proxy) and the proxy's address is on it: a container of
-// that network holds it, or it is the network's gateway (a proxy on the
-// host, for single-host development).
-func (b *Backend) CheckEgress(ctx context.Context, name string, proxy netip.AddrPort) error {
+// inhibitIPv4 is the bridge option that keeps the host without an address
+// on the network, so sandboxes on it cannot reach services of the host.
+const inhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
+
+// CheckEgress accepts network only if it exists and is internal (no route
+// out but through the proxy) and the proxy is on it. Normally the proxy is
+// a container of the network and the host has no address on it (bridge
+// option inhibit_ipv4), so a setup step can reach nothing but the proxy.
+// With hostProxy (development only) the proxy listens on the host at the
+// network's gateway address instead; the host's other services listening
+// on all addresses are then reachable from setup steps too.
+func (b *Backend) CheckEgress(ctx context.Context, name string, proxy netip.AddrPort, hostProxy bool) error {
 	n, err := b.cli.NetworkInspect(ctx, name, network.InspectOptions{})
 	if err != nil {
 		return fmt.Errorf("egress network %q: %w", name, err)
@@ -278,26 +285,33 @@ func (b *Backend) CheckEgress(ctx context.Context, name string, proxy netip.Addr
 	if !n.Internal {
 		return fmt.Errorf("egress network %q is not internal", name)
 	}
+	if hostProxy {
+		for _, cfg := range n.IPAM.Config {
+			if gw, err := netip.ParseAddr(cfg.Gateway); err == nil && gw == proxy.Addr() && n.Options[inhibitIPv4] != "true" {
+				return nil
+			}
+		}
+		return fmt.Errorf("egress network %q: the host proxy %s is not its gateway", name, proxy.Addr())
+	}
+	if n.Options[inhibitIPv4] != "true" {
+		return fmt.Errorf("egress network %q gives the host an address (set %s=true): setup steps could reach host services", name, inhibitIPv4)
+	}
 	for _, c := range n.Containers {
 		if p, err := netip.ParsePrefix(c.IPv4Address); err == nil && p.Addr() == proxy.Addr() {
 			return nil
 		}
 	}
-	for _, cfg := range n.IPAM.Config {
-		if gw, err := netip.ParseAddr(cfg.Gateway); err == nil && gw == proxy.Addr() {
-			return nil
-		}
-	}
-	return fmt.Errorf("egress network %q: no proxy at %s", name, proxy.Addr())
+	return fmt.Errorf("egress network %q: no proxy container at %s", name, proxy.Addr())
 }
 
-// EnsureEgressNetwork creates the internal egress network if it is missing.
+// EnsureEgressNetwork creates the egress network if it is missing: internal,
+// and without an address of the host on it.
 func (b *Backend) EnsureEgressNetwork(ctx context.Context, name string) error {
 	if _, err := b.cli.NetworkInspect(ctx, name, network.InspectOptions{}); err == nil {
 		return nil
 	}
 	_, err := b.cli.NetworkCreate(ctx, name, network.CreateOptions{Driver: "bridge", Internal: true,
-		Labels: map[string]string{"quavon.egress": "true"}})
+		Options: map[string]string{inhibitIPv4: "true"}, Labels: map[string]string{"quavon.egress": "true"}})
 	if err != nil {
 		return fmt.Errorf("docker: create egress network %q: %w", name, err)
 	}

@@ -89,13 +89,9 @@ func TestEgressSetupStep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var nb [4]byte
-	rand.Read(nb[:])
-	netName := "quavon-egress-test-" + hex.EncodeToString(nb[:])
-	if err := backend.EnsureEgressNetwork(ctx, netName); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dc.NetworkRemove(context.Background(), netName) })
+	// An internal network whose gateway address the host holds: the proxy
+	// runs in this test process on the host (HostProxy, development mode).
+	netName := hostProxyNetwork(t)
 	info, err := dc.NetworkInspect(ctx, netName, network.InspectOptions{})
 	if err != nil || !info.Internal || len(info.IPAM.Config) == 0 {
 		t.Fatalf("egress network: %+v %v", info, err)
@@ -145,7 +141,7 @@ func TestEgressSetupStep(t *testing.T) {
 	proxyAddr := netip.MustParseAddrPort(ln.Addr().String())
 
 	h := newHarnessWith(t, backend, admin, pool, &runner.EgressConfig{
-		Registries: []string{"registry.quavon.test", "other.quavon.test"}, Network: netName, Proxy: proxyAddr})
+		Registries: []string{"registry.quavon.test", "other.quavon.test"}, Network: netName, Proxy: proxyAddr, HostProxy: true})
 
 	bin, err := fetchOnce()
 	if err != nil {
@@ -227,9 +223,24 @@ true`
 	}
 }
 
+// hostProxyNetwork creates an internal test network on which the host has
+// the gateway address.
+func hostProxyNetwork(t *testing.T) string {
+	t.Helper()
+	dc := testenv.Docker(t)
+	var nb [4]byte
+	rand.Read(nb[:])
+	name := "quavon-egress-test-" + hex.EncodeToString(nb[:])
+	if _, err := dc.NetworkCreate(context.Background(), name, network.CreateOptions{Driver: "bridge", Internal: true}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dc.NetworkRemove(context.Background(), name) })
+	return name
+}
+
 // TestEgressRefusals: registries outside the instance allowlist, a network
-// that is not internal, or no proxy on it: the job fails before any
-// container starts.
+// that is not internal or gives the host an address, or no proxy on it:
+// the job fails before any container starts.
 func TestEgressRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -240,23 +251,38 @@ func TestEgressRefusals(t *testing.T) {
 	}
 	var nb [4]byte
 	rand.Read(nb[:])
-	internal := "quavon-egress-test-" + hex.EncodeToString(nb[:])
-	if err := backend.EnsureEgressNetwork(ctx, internal); err != nil {
+	sealed := "quavon-egress-test-" + hex.EncodeToString(nb[:])
+	if err := backend.EnsureEgressNetwork(ctx, sealed); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { dc.NetworkRemove(context.Background(), internal) })
+	t.Cleanup(func() { dc.NetworkRemove(context.Background(), sealed) })
+	info, err := dc.NetworkInspect(ctx, sealed, network.InspectOptions{})
+	if err != nil || !info.Internal || info.Options["com.docker.network.bridge.inhibit_ipv4"] != "true" {
+		t.Fatalf("EnsureEgressNetwork made %+v (%v), want internal without a host address", info, err)
+	}
+	open := hostProxyNetwork(t)
+	oinfo, err := dc.NetworkInspect(ctx, open, network.InspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateway := oinfo.IPAM.Config[0].Gateway + ":3128"
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
 	cases := []struct {
-		name, network, proxy, host, want string
+		name, network, proxy string
+		hostProxy            bool
+		host, want           string
 	}{
-		{"not on the instance list", internal, "10.255.0.1:3128", "registry.npmjs.org", "none of the job's registries"},
-		{"network not internal", "bridge", "172.17.0.1:3128", "registry.quavon.test", "misconfigured"},
-		{"network missing", "quavon-no-such-network", "10.255.0.1:3128", "registry.quavon.test", "misconfigured"},
-		{"no proxy on the network", internal, "10.255.0.1:3128", "registry.quavon.test", "misconfigured"},
+		{"not on the instance list", sealed, "10.255.0.1:3128", false, "registry.npmjs.org", "none of the job's registries"},
+		{"network not internal", "bridge", "172.17.0.1:3128", false, "registry.quavon.test", "misconfigured"},
+		{"network missing", "quavon-no-such-network", "10.255.0.1:3128", false, "registry.quavon.test", "misconfigured"},
+		{"no proxy container on the network", sealed, "10.255.0.1:3128", false, "registry.quavon.test", "misconfigured"},
+		{"host reachable but not declared", open, gateway, false, "registry.quavon.test", "misconfigured"},
+		{"host proxy not at the gateway", open, "10.255.0.1:3128", true, "registry.quavon.test", "misconfigured"},
+		{"host proxy on a sealed network", sealed, "10.255.0.1:3128", true, "registry.quavon.test", "misconfigured"},
 	}
 	for _, c := range cases {
 		h := newHarnessWith(t, backend, admin, testenv.Pool(t, admin), &runner.EgressConfig{
-			Registries: []string{"registry.quavon.test"}, Network: c.network, Proxy: netip.MustParseAddrPort(c.proxy)})
+			Registries: []string{"registry.quavon.test"}, Network: c.network, Proxy: netip.MustParseAddrPort(c.proxy), HostProxy: c.hostProxy})
 		s := spec("byo:smoke", "true")
 		s.SetupCommand = "true"
 		s.Egress = sandbox.Egress{Mode: sandbox.EgressRegistries, Hosts: []string{c.host}}
