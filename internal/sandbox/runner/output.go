@@ -78,6 +78,15 @@ func ReadOutput(r io.Reader, requested []string, lim OutputLimits, onSetup func(
 	}
 	cr := &countingReader{r: r, max: lim.Raw}
 	defer func() { out.RawBytes = cr.n }()
+	// stop ends parsing on a read error: what was kept stays; only the
+	// overflow is reported, a malformed or cut-off stream is just flagged.
+	stop := func(err error) (*Output, error) {
+		out.Truncated = true
+		if errors.Is(err, ErrOutputOverflow) {
+			return out, err
+		}
+		return out, nil
+	}
 	kept := int64(0)
 	seen := map[string]bool{}
 	tr := tar.NewReader(cr)
@@ -87,12 +96,7 @@ func ReadOutput(r io.Reader, requested []string, lim OutputLimits, onSetup func(
 			return out, nil
 		}
 		if err != nil {
-			if errors.Is(err, ErrOutputOverflow) {
-				out.Truncated = true
-				return out, err
-			}
-			out.Truncated = true // malformed or cut short: keep what we have
-			return out, nil
+			return stop(err)
 		}
 		name := h.Name
 		status := name == entry.SetupName || name == entry.ExitName
@@ -105,12 +109,7 @@ func ReadOutput(r io.Reader, requested []string, lim OutputLimits, onSetup func(
 		if status {
 			body, err := io.ReadAll(io.LimitReader(tr, maxStatusBytes+1))
 			if err != nil {
-				if errors.Is(err, ErrOutputOverflow) {
-					out.Truncated = true
-					return out, err
-				}
-				out.Truncated = true
-				return out, nil
+				return stop(err)
 			}
 			if !decodeStatus(name, body, out, onSetup) {
 				out.Truncated = true
@@ -120,12 +119,7 @@ func ReadOutput(r io.Reader, requested []string, lim OutputLimits, onSetup func(
 		room := min(lim.Total-kept, lim.PerFile)
 		body, err := io.ReadAll(io.LimitReader(tr, max(room, 0)))
 		if err != nil {
-			if errors.Is(err, ErrOutputOverflow) {
-				out.Truncated = true
-				return out, err
-			}
-			out.Truncated = true
-			return out, nil
+			return stop(err)
 		}
 		if h.Size > int64(len(body)) {
 			out.Truncated = true

@@ -85,10 +85,7 @@ func TestEgressSetupStep(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dc := testenv.Docker(t)
-	backend, err := docker.New(ctx, dc, docker.ModeRuncInsecure, testenv.RunscPlatform(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	backend := newBackend(t, docker.ModeRuncInsecure)
 	// An internal network whose gateway address the host holds: the proxy
 	// runs in this test process on the host (HostProxy, development mode).
 	netName := hostProxyNetwork(t)
@@ -223,14 +220,19 @@ true`
 	}
 }
 
+// testNetworkName is a fresh network name; each test removes its own.
+func testNetworkName() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return "quavon-egress-test-" + hex.EncodeToString(b[:])
+}
+
 // hostProxyNetwork creates an internal test network on which the host has
 // the gateway address.
 func hostProxyNetwork(t *testing.T) string {
 	t.Helper()
 	dc := testenv.Docker(t)
-	var nb [4]byte
-	rand.Read(nb[:])
-	name := "quavon-egress-test-" + hex.EncodeToString(nb[:])
+	name := testNetworkName()
 	if _, err := dc.NetworkCreate(context.Background(), name, network.CreateOptions{Driver: "bridge", Internal: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -245,13 +247,8 @@ func TestEgressRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dc := testenv.Docker(t)
-	backend, err := docker.New(ctx, dc, docker.ModeRuncInsecure, testenv.RunscPlatform(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var nb [4]byte
-	rand.Read(nb[:])
-	sealed := "quavon-egress-test-" + hex.EncodeToString(nb[:])
+	backend := newBackend(t, docker.ModeRuncInsecure)
+	sealed := testNetworkName()
 	if err := backend.EnsureEgressNetwork(ctx, sealed); err != nil {
 		t.Fatal(err)
 	}

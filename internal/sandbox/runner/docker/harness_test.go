@@ -46,13 +46,18 @@ func modes(t *testing.T) map[string]docker.Mode {
 
 func newHarness(t *testing.T, mode docker.Mode) *harness {
 	t.Helper()
-	dc := testenv.Docker(t)
-	backend, err := docker.New(context.Background(), dc, mode, testenv.RunscPlatform(t))
+	admin := testenv.Valkey(t, testenv.UserControlPlane)
+	return newHarnessWith(t, newBackend(t, mode), admin, testenv.Pool(t, admin), nil)
+}
+
+// newBackend is a Docker backend in mode on the test engine.
+func newBackend(t *testing.T, mode docker.Mode) *docker.Backend {
+	t.Helper()
+	backend, err := docker.New(context.Background(), testenv.Docker(t), mode, testenv.RunscPlatform(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := testenv.Valkey(t, testenv.UserControlPlane)
-	return newHarnessWith(t, backend, admin, testenv.Pool(t, admin), nil)
+	return backend
 }
 
 // newHarnessWith starts an in-process runner on backend for pool, with
