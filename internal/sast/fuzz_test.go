@@ -1,0 +1,147 @@
+package sast
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fuzzParse fuzzes one tool's parser, seeded with its real reports: it
+// must not panic, and whatever it returns must be within the caps.
+func fuzzParse(f *testing.F, tool Tool, seeds ...string) {
+	for _, s := range seeds {
+		raw, err := os.ReadFile(filepath.Join("testdata", "reports", s))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw)
+		f.Add(raw[:len(raw)/2])
+	}
+	f.Add([]byte(""))
+	f.Add([]byte("[]"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		for _, root := range []string{fixtureRoot, "/", ""} {
+			p, err := Parse(tool, raw, root)
+			if err != nil {
+				if len(p.Findings) != 0 {
+					t.Fatal("findings with an error")
+				}
+				continue
+			}
+			checkParsed(t, tool, p)
+		}
+	})
+}
+
+func checkParsed(t *testing.T, tool Tool, p Parsed) {
+	t.Helper()
+	if len(p.Findings) > MaxParsedFindings || len(p.ToolErrors) > MaxToolErrors+1 {
+		t.Fatalf("%d findings, %d tool errors", len(p.Findings), len(p.ToolErrors))
+	}
+	for _, e := range p.ToolErrors {
+		if len(e) > MaxToolErrorBytes {
+			t.Fatalf("tool error of %d bytes", len(e))
+		}
+	}
+	for _, f := range p.Findings {
+		if f.Tool != tool {
+			t.Fatalf("tool %q", f.Tool)
+		}
+		if err := f.Validate(); err != nil {
+			t.Fatalf("invalid finding %+v: %v", f, err)
+		}
+	}
+}
+
+func FuzzParseASTGrep(f *testing.F) {
+	fuzzParse(f, ToolASTGrep, "ast-grep.jsonl", "ast-grep-metadata.jsonl")
+}
+
+func FuzzParseGitleaks(f *testing.F) {
+	fuzzParse(f, ToolGitleaks, "gitleaks.json", "gitleaks-unredacted.json", "gitleaks-absolute.json")
+}
+
+func FuzzParseBandit(f *testing.F) {
+	fuzzParse(f, ToolBandit, "bandit.json", "bandit-1.6.2.json")
+}
+
+func FuzzParseGosec(f *testing.F) {
+	f.Add([]byte(`{"Issues":[{"severity":"HIGH","rule_id":"G1","details":"d","file":"/work/src/a.go","line":"3-1","column":"x"}]}`))
+	fuzzParse(f, ToolGosec, "gosec.json")
+}
+
+func FuzzParseESLint(f *testing.F) {
+	fuzzParse(f, ToolESLint, "eslint.json")
+}
+
+func FuzzParseRuff(f *testing.F) {
+	fuzzParse(f, ToolRuff, "ruff.json")
+}
+
+// FuzzParseUnifiedDiff: no panic; the result is clean paths with sorted,
+// merged, positive ranges.
+func FuzzParseUnifiedDiff(f *testing.F) {
+	if raw, err := os.ReadFile(filepath.Join("testdata", "diff", "git.diff")); err == nil {
+		f.Add(raw)
+	}
+	f.Add([]byte("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n a\n-b\n+c\n+d\n"))
+	f.Add([]byte("diff --git \"a/\\303\\244\" \"b/\\303\\244\"\n--- /dev/null\n+++ \"b/\\303\\244\"\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := ParseUnifiedDiff(bytes.NewReader(raw), DiffLimits{MaxBytes: 1 << 20})
+		if err != nil {
+			return
+		}
+		for p, rs := range c {
+			if got, err := cleanRelPath(p); err != nil || got != p {
+				t.Fatalf("path %q", p)
+			}
+			for i, r := range rs {
+				if r.Start < 1 || r.End < r.Start || (i > 0 && r.Start <= rs[i-1].End+1) {
+					t.Fatalf("ranges %v", rs)
+				}
+			}
+		}
+	})
+}
+
+// FuzzSARIF: the SARIF of any parsed report is valid JSON and valid
+// SARIF 2.1.0.
+func FuzzSARIF(f *testing.F) {
+	for _, s := range []string{"ruff.json"} {
+		raw, err := os.ReadFile(filepath.Join("testdata", "reports", s))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(raw, "quavon/sast/")
+	}
+	f.Add([]byte(`[{"code":"S1","message":"\u0000<script>\"","filename":"a b/%c:d","location":{"row":1,"column":9},"end_location":{"row":1,"column":2}}]`), "")
+	f.Fuzz(func(t *testing.T, raw []byte, automation string) {
+		p, err := Parse(ToolRuff, raw, fixtureRoot)
+		if err != nil {
+			return
+		}
+		changed := ChangedLines{}
+		for _, fd := range p.Findings {
+			changed[fd.Path] = []LineRange{{1, maxLine}}
+		}
+		in := Input{Manifest: Manifest{Root: fixtureRoot, Tools: []ToolRun{{Tool: ToolRuff, Status: StatusOK, Version: automation}}},
+			Outputs: map[Tool][]byte{ToolRuff: raw}, Changed: changed,
+			Source: func(string) ([]byte, bool) { return raw, true }}
+		rep := Normalise(in, Options{MaxFindings: 100})
+		out, err := SARIF(rep, SARIFOptions{AutomationID: automation, Source: in.Source})
+		if err != nil {
+			if strings.Contains(err.Error(), "automation id") {
+				return
+			}
+			t.Fatal(err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("invalid JSON: %s", out)
+		}
+		validateSARIF(t, out)
+	})
+}

@@ -1,0 +1,344 @@
+package sast
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fixtureSource reads the head version of the fixtures' source tree.
+func fixtureSource(p string) ([]byte, bool) {
+	data, err := os.ReadFile(filepath.Join("testdata", "src", filepath.FromSlash(p)))
+	return data, err == nil
+}
+
+// fixtureVersions are the versions of the tools that wrote the fixtures.
+var fixtureVersions = map[Tool]string{
+	ToolASTGrep: "0.51.1", ToolGitleaks: "8.30.1", ToolBandit: "1.7.10",
+	ToolGosec: "2.30.0", ToolESLint: "9.39.5", ToolRuff: "0.17.4",
+}
+
+// fixtureInput is every fixture report with status ok.
+func fixtureInput(t testing.TB, changed ChangedLines) Input {
+	t.Helper()
+	in := Input{Manifest: Manifest{Version: 1, Root: fixtureRoot}, Outputs: map[Tool][]byte{},
+		Changed: changed, Source: fixtureSource}
+	for _, tool := range Tools {
+		in.Manifest.Tools = append(in.Manifest.Tools, ToolRun{Tool: tool, Status: StatusOK, Version: fixtureVersions[tool],
+			Output: OutputArtefact(tool)})
+		in.Outputs[tool] = fixture(t, fixtureReports[tool])
+	}
+	return in
+}
+
+// rf is a synthetic Ruff diagnostic.
+type rf struct {
+	code      string
+	file      string
+	line, end int
+	msg       string
+}
+
+func ruffReport(t testing.TB, fs ...rf) []byte {
+	t.Helper()
+	var out []map[string]any
+	for _, f := range fs {
+		end := f.end
+		if end == 0 {
+			end = f.line
+		}
+		out = append(out, map[string]any{"code": f.code, "message": cmpOr(f.msg, "msg "+f.code), "filename": "/work/src/" + f.file,
+			"location": map[string]int{"row": f.line, "column": 1}, "end_location": map[string]int{"row": end, "column": 2}})
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// ruffInput is a manifest with Ruff alone and the given report.
+func ruffInput(raw []byte, changed ChangedLines, src map[string]string) Input {
+	in := Input{Manifest: Manifest{Root: fixtureRoot, Tools: []ToolRun{{Tool: ToolRuff, Status: StatusOK}}},
+		Outputs: map[Tool][]byte{ToolRuff: raw}, Changed: changed}
+	if src != nil {
+		in.Source = func(p string) ([]byte, bool) { s, ok := src[p]; return []byte(s), ok }
+	}
+	return in
+}
+
+func TestNormaliseFixtures(t *testing.T) {
+	t.Parallel()
+	// The change: app/run.py line 7 (shell=True) and svc/multi/multi.go
+	// lines 20-22 (os.ReadFile), nothing else.
+	changed := ChangedLines{"app/run.py": {{7, 7}}, "svc/multi/multi.go": {{20, 22}}}
+	in := fixtureInput(t, changed)
+	total := 0
+	for tool, name := range fixtureReports {
+		p, err := Parse(tool, fixture(t, name), fixtureRoot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += len(p.Findings)
+	}
+	rep := Normalise(in, Options{ContextLines: DefaultContextLines})
+	if len(rep.Tools) != len(Tools) {
+		t.Fatalf("tools %+v", rep.Tools)
+	}
+	for _, tr := range rep.Tools {
+		if tr.Status != StatusOK {
+			t.Errorf("%s: status %s (%s)", tr.Tool, tr.Status, tr.Error)
+		}
+	}
+	errs := map[Tool][]string{}
+	for _, tr := range rep.Tools {
+		errs[tr.Tool] = tr.Errors
+	}
+	if len(errs[ToolBandit]) != 1 || len(errs[ToolGosec]) != 2 || len(errs[ToolESLint]) != 1 || len(errs[ToolRuff]) != 2 {
+		t.Errorf("tool errors %q", errs)
+	}
+	// Context 3: run.py 4-10 and multi.go 17-25.
+	type key struct {
+		tool Tool
+		rule string
+		line int
+	}
+	var got []key
+	for _, f := range rep.Findings {
+		got = append(got, key{f.Tool, f.RuleID, f.StartLine})
+		if !changed.Contains(f.Path, f.StartLine, f.EndLine, DefaultContextLines) {
+			t.Errorf("finding outside the change: %+v", f)
+		}
+		if len(f.Fingerprint) != 32 {
+			t.Errorf("fingerprint %q", f.Fingerprint)
+		}
+	}
+	want := []key{
+		// high, by path, line, tool, rule
+		{ToolASTGrep, "quavon-python-subprocess-shell-true", 7},
+		{ToolBandit, "B602", 7},
+		{ToolRuff, "S602", 7},
+		// medium
+		{ToolGosec, "G304", 20},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("findings\n got %v\nwant %v", got, want)
+	}
+	if rep.OutsideChange != total-len(want) || rep.Dropped != 0 {
+		t.Errorf("outside %d (total %d), dropped %d", rep.OutsideChange, total, rep.Dropped)
+	}
+	// A wider context reaches run.py's yaml.load (line 11) and hashlib.md5 (15).
+	rep = Normalise(in, Options{ContextLines: 8})
+	if n := len(rep.Findings); n <= len(want) {
+		t.Errorf("context 8: %d findings", n)
+	}
+}
+
+// TestNormaliseStatuses: missing stays missing; ok with a missing or
+// malformed report becomes failed; unknown tools, repeated entries and
+// unknown statuses are not trusted.
+func TestNormaliseStatuses(t *testing.T) {
+	t.Parallel()
+	raw := ruffReport(t, rf{code: "S101", file: "a.py", line: 1})
+	in := Input{
+		Manifest: Manifest{Root: fixtureRoot, Tools: []ToolRun{
+			{Tool: ToolRuff, Status: StatusOK},
+			{Tool: ToolGitleaks, Status: StatusOK},     // no report
+			{Tool: ToolBandit, Status: StatusOK},       // malformed report
+			{Tool: ToolGosec, Status: StatusMissing},   // a report, but missing
+			{Tool: ToolESLint, Status: StatusTimedOut}, // timed out
+			{Tool: ToolASTGrep, Status: "exploded"},    // unknown status
+			{Tool: "semgrep", Status: StatusOK},        // unknown tool
+			{Tool: ToolRuff, Status: StatusFailed},     // repeated
+		}},
+		Outputs: map[Tool][]byte{
+			ToolRuff: raw, ToolBandit: []byte(`{"results": [`), ToolGosec: fixture(t, "gosec.json"),
+			ToolESLint: fixture(t, "eslint.json"), ToolASTGrep: fixture(t, "ast-grep.jsonl"),
+		},
+		Changed: ChangedLines{"a.py": {{1, 1}}, "svc/main.go": {{1, 100}}, "app/web/app.js": {{1, 100}}},
+	}
+	rep := Normalise(in, Options{})
+	got := map[Tool]Status{}
+	for _, tr := range rep.Tools {
+		got[tr.Tool] = tr.Status
+	}
+	want := map[Tool]Status{
+		ToolRuff: StatusOK, ToolGitleaks: StatusFailed, ToolBandit: StatusFailed, ToolGosec: StatusMissing,
+		ToolESLint: StatusTimedOut, ToolASTGrep: StatusFailed,
+	}
+	if len(rep.Tools) != len(want) {
+		t.Errorf("tools %+v", rep.Tools)
+	}
+	for tool, st := range want {
+		if got[tool] != st {
+			t.Errorf("%s: status %q, want %q", tool, got[tool], st)
+		}
+	}
+	for _, tr := range rep.Tools {
+		if tr.Status == StatusFailed && tr.Error == "" {
+			t.Errorf("%s failed without an error", tr.Tool)
+		}
+	}
+	// Only Ruff's finding: the others' reports were not read.
+	if len(rep.Findings) != 1 || rep.Findings[0].Tool != ToolRuff {
+		t.Errorf("findings %+v", rep.Findings)
+	}
+}
+
+// TestNormaliseFilter: changed ranges, the context on both sides, context
+// 0, files not in the diff and deleted files.
+func TestNormaliseFilter(t *testing.T) {
+	t.Parallel()
+	raw := ruffReport(t,
+		rf{code: "S101", file: "a.py", line: 10},
+		rf{code: "S102", file: "a.py", line: 13},          // 3 after the change
+		rf{code: "S103", file: "a.py", line: 14},          // 4 after
+		rf{code: "S104", file: "a.py", line: 2},           // 3 before the change at 5
+		rf{code: "S105", file: "a.py", line: 1},           // 4 before
+		rf{code: "S106", file: "a.py", line: 20, end: 40}, // spans the change at 30
+		rf{code: "S107", file: "untouched.py", line: 10},  // not in the diff
+		rf{code: "S108", file: "deleted.py", line: 1},     // deleted in the change
+	)
+	changed := ChangedLines{"a.py": {{5, 5}, {10, 10}, {30, 30}}}
+	rules := func(rep Report) []string {
+		var out []string
+		for _, f := range rep.Findings {
+			out = append(out, f.RuleID)
+		}
+		slices.Sort(out)
+		return out
+	}
+	rep := Normalise(ruffInput(raw, changed, nil), Options{ContextLines: DefaultContextLines})
+	if got, want := rules(rep), []string{"S101", "S102", "S104", "S106"}; !slices.Equal(got, want) || rep.OutsideChange != 4 {
+		t.Errorf("context 3: %v (outside %d), want %v", got, rep.OutsideChange, want)
+	}
+	rep = Normalise(ruffInput(raw, changed, nil), Options{})
+	if got, want := rules(rep), []string{"S101", "S106"}; !slices.Equal(got, want) || rep.OutsideChange != 6 {
+		t.Errorf("context 0: %v (outside %d), want %v", got, rep.OutsideChange, want)
+	}
+	rep = Normalise(ruffInput(raw, nil, nil), Options{})
+	if len(rep.Findings) != 0 || rep.OutsideChange != 8 {
+		t.Errorf("no change: %+v", rep)
+	}
+}
+
+// TestFingerprintMoved: inserting lines above a finding moves it but keeps
+// its fingerprint, with the source and without it (message fallback).
+func TestFingerprintMoved(t *testing.T) {
+	t.Parallel()
+	v1 := "import os\n\nos.system(cmd)\n"
+	v2 := "import os\n# one\n# two\n\n\n    os.system(cmd)  \t\n"
+	all := ChangedLines{"a.py": {{1, 100}}}
+	for _, withSource := range []bool{true, false} {
+		src1, src2 := map[string]string{"a.py": v1}, map[string]string{"a.py": v2}
+		if !withSource {
+			src1, src2 = nil, nil
+		}
+		r1 := Normalise(ruffInput(ruffReport(t, rf{code: "S605", file: "a.py", line: 3}), all, src1), Options{})
+		r2 := Normalise(ruffInput(ruffReport(t, rf{code: "S605", file: "a.py", line: 6}), all, src2), Options{})
+		if len(r1.Findings) != 1 || len(r2.Findings) != 1 {
+			t.Fatalf("findings %+v %+v", r1.Findings, r2.Findings)
+		}
+		if r1.Findings[0].Fingerprint != r2.Findings[0].Fingerprint {
+			t.Errorf("source %v: moved finding changed fingerprint: %s → %s", withSource, r1.Findings[0].Fingerprint, r2.Findings[0].Fingerprint)
+		}
+	}
+	// A different snippet, rule or path changes it.
+	base := Normalise(ruffInput(ruffReport(t, rf{code: "S605", file: "a.py", line: 3}), all, map[string]string{"a.py": v1}), Options{})
+	for name, in := range map[string]Input{
+		"snippet": ruffInput(ruffReport(t, rf{code: "S605", file: "a.py", line: 3}), all, map[string]string{"a.py": "import os\n\nos.system(other)\n"}),
+		"rule":    ruffInput(ruffReport(t, rf{code: "S606", file: "a.py", line: 3}), all, map[string]string{"a.py": v1}),
+		"path":    ruffInput(ruffReport(t, rf{code: "S605", file: "b.py", line: 3}), ChangedLines{"b.py": {{1, 9}}}, map[string]string{"b.py": v1}),
+	} {
+		if r := Normalise(in, Options{}); len(r.Findings) != 1 || r.Findings[0].Fingerprint == base.Findings[0].Fingerprint {
+			t.Errorf("%s: fingerprint unchanged", name)
+		}
+	}
+}
+
+// TestFingerprintOccurrence: two identical snippets get distinct
+// fingerprints (by occurrence); a finding reported twice at one position
+// is merged.
+func TestFingerprintOccurrence(t *testing.T) {
+	t.Parallel()
+	src := map[string]string{"a.py": "os.system(cmd)\nx = 1\n  os.system(cmd)\n"}
+	all := ChangedLines{"a.py": {{1, 100}}}
+	rep := Normalise(ruffInput(ruffReport(t,
+		rf{code: "S605", file: "a.py", line: 3},
+		rf{code: "S605", file: "a.py", line: 1},
+		rf{code: "S605", file: "a.py", line: 1}, // the same again
+	), all, src), Options{})
+	if len(rep.Findings) != 2 || rep.Findings[0].Fingerprint == rep.Findings[1].Fingerprint {
+		t.Fatalf("findings %+v", rep.Findings)
+	}
+	// The occurrence index follows file order: the first occurrence's
+	// fingerprint is the one a file with only that occurrence gives.
+	one := Normalise(ruffInput(ruffReport(t, rf{code: "S605", file: "a.py", line: 1}), all,
+		map[string]string{"a.py": "os.system(cmd)\n"}), Options{})
+	if one.Findings[0].Fingerprint != rep.Findings[0].Fingerprint {
+		t.Errorf("first occurrence: %s vs %s", one.Findings[0].Fingerprint, rep.Findings[0].Fingerprint)
+	}
+}
+
+// TestNormaliseCap: MaxFindings keeps the most severe; Dropped counts the
+// rest (after deduplication).
+func TestNormaliseCap(t *testing.T) {
+	t.Parallel()
+	raw := ruffReport(t,
+		rf{code: "S101", file: "a.py", line: 1}, // medium
+		rf{code: "E501", file: "a.py", line: 2}, // low
+		rf{code: "S602", file: "a.py", line: 3}, // high
+		rf{code: "S103", file: "a.py", line: 4}, // medium
+		rf{code: "S602", file: "a.py", line: 5}, // high
+		rf{code: "S602", file: "a.py", line: 5}, // duplicate
+	)
+	in := ruffInput(raw, ChangedLines{"a.py": {{1, 10}}}, nil)
+	rep := Normalise(in, Options{MaxFindings: 2})
+	if len(rep.Findings) != 2 || rep.Dropped != 3 {
+		t.Fatalf("findings %d dropped %d", len(rep.Findings), rep.Dropped)
+	}
+	for _, f := range rep.Findings {
+		if f.Severity != SeverityHigh {
+			t.Errorf("kept %+v", f)
+		}
+	}
+	if rep := Normalise(in, Options{}); len(rep.Findings) != 5 || rep.Dropped != 0 {
+		t.Errorf("default cap: %d findings, dropped %d", len(rep.Findings), rep.Dropped)
+	}
+	// The default cap is DefaultMaxFindings.
+	var many []rf
+	for i := range DefaultMaxFindings + 7 {
+		many = append(many, rf{code: "S101", file: "a.py", line: i + 1})
+	}
+	rep = Normalise(ruffInput(ruffReport(t, many...), ChangedLines{"a.py": {{1, 1000}}}, nil), Options{})
+	if len(rep.Findings) != DefaultMaxFindings || rep.Dropped != 7 {
+		t.Errorf("default cap: %d findings, dropped %d", len(rep.Findings), rep.Dropped)
+	}
+}
+
+// TestNormaliseUntrustedRun: the driver's free text is bounded and the
+// tool errors come only from parsing.
+func TestNormaliseUntrustedRun(t *testing.T) {
+	t.Parallel()
+	in := ruffInput(ruffReport(t), nil, nil)
+	in.Manifest.Tools[0].Version = "1.0\x1b[2J" + strings.Repeat("v", 500)
+	in.Manifest.Tools[0].Errors = []string{"forged"}
+	rep := Normalise(in, Options{})
+	tr := rep.Tools[0]
+	if len(tr.Version) > 100 || strings.Contains(tr.Version, "\x1b") || tr.Errors != nil {
+		t.Errorf("run %+v", tr)
+	}
+	if out, _ := json.Marshal(rep); !strings.Contains(string(out), `"findings":[]`) {
+		t.Errorf("empty findings not an array: %s", out)
+	}
+}

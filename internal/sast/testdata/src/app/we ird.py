@@ -1,0 +1,5 @@
+import pickle
+
+
+def load(b):
+    return pickle.loads(b)

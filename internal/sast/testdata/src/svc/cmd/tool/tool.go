@@ -1,0 +1,7 @@
+package main
+
+import "missing.example/dep"
+
+func main() {
+	dep.Run(undefinedThing)
+}
