@@ -1,0 +1,229 @@
+package driver
+
+// These tests hold the driver's own logic (statuses, environment, the
+// copies it scans, report merging) with small shell programs in place of
+// the scanners. The real scanners run in the scanners image in
+// internal/scan's end-to-end tests.
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quavon/quavon/internal/sast"
+)
+
+type fixture struct {
+	cfg Config
+	bin string
+}
+
+func newFixture(t *testing.T, files map[string]string, req sast.Request) *fixture {
+	t.Helper()
+	top := t.TempDir()
+	cfg := Config{
+		Work: filepath.Join(top, "work"), Out: filepath.Join(top, "out"), Opt: filepath.Join(top, "opt"),
+		Home: filepath.Join(top, "work", ".home"), Path: filepath.Join(top, "bin"), DefaultTimeout: 10 * time.Second,
+	}
+	for _, d := range []string{cfg.Out, cfg.Opt, cfg.Home, cfg.Path, filepath.Join(cfg.Work, sast.SourceDir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, content := range files {
+		p := filepath.Join(cfg.Work, sast.SourceDir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req.Version = 1
+	data, _ := json.Marshal(req)
+	if err := os.WriteFile(filepath.Join(cfg.Work, sast.RequestFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{cfg: cfg, bin: cfg.Path}
+}
+
+// tool installs a fake scanner: a shell script.
+func (f *fixture) tool(t *testing.T, name, script string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.bin, name), []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) run(t *testing.T) map[sast.Tool]sast.ToolRun {
+	t.Helper()
+	if err := Run(context.Background(), f.cfg); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(f.cfg.Out, sast.ManifestArtefact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m sast.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	out := map[sast.Tool]sast.ToolRun{}
+	for _, r := range m.Tools {
+		out[r.Tool] = r
+	}
+	return out
+}
+
+// argAfter prints the argument after $1 in the script's argv.
+const writeOut = `while [ $# -gt 0 ]; do case "$1" in -o|-out|--report-path|--output) shift; echo "${REPORT:-[]}" > "$1";; esac; shift; done`
+
+func TestStatuses(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.py": "x = 1\n", "b.go": "package b\n"}, sast.Request{
+		Files: []string{"a.py", "b.go"}, TimeoutSeconds: 1,
+	})
+	f.tool(t, "bandit", writeOut+"; exit 1")           // findings: exit 1 is ok
+	f.tool(t, "gitleaks", "exit 7")                    // error exit
+	f.tool(t, "gosec", "/bin/sleep 30")                // hangs
+	f.tool(t, "go", "exit 0")                          //
+	f.tool(t, "ast-grep", "echo; exit 0")              // report on stdout
+	f.tool(t, "eslint", "echo should not run; exit 9") // no JS file changed
+	// no node: ruff is missing
+	got := f.run(t)
+	want := map[sast.Tool]sast.Status{
+		sast.ToolBandit: sast.StatusOK, sast.ToolGitleaks: sast.StatusFailed, sast.ToolGosec: sast.StatusTimedOut,
+		sast.ToolASTGrep: sast.StatusOK, sast.ToolESLint: sast.StatusNoFiles, sast.ToolRuff: sast.StatusMissing,
+	}
+	for tool, st := range want {
+		if got[tool].Status != st {
+			t.Errorf("%s: status %s (%s), want %s", tool, got[tool].Status, got[tool].Error, st)
+		}
+	}
+	if got[sast.ToolBandit].Output != "bandit.json" || got[sast.ToolBandit].ExitCode != 1 {
+		t.Errorf("bandit: %+v", got[sast.ToolBandit])
+	}
+	if got[sast.ToolGosec].DurationMillis < 900 {
+		t.Errorf("gosec ran %d ms before its 1 s timeout", got[sast.ToolGosec].DurationMillis)
+	}
+	if got[sast.ToolGitleaks].ExitCode != 7 || got[sast.ToolGitleaks].Output != "" {
+		t.Errorf("gitleaks: %+v", got[sast.ToolGitleaks])
+	}
+}
+
+// A tool that exits 0 but writes no report failed.
+func TestNoReportIsFailure(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.py": "x = 1\n"}, sast.Request{Files: []string{"a.py"}, Tools: []sast.Tool{sast.ToolBandit}})
+	f.tool(t, "bandit", "exit 0")
+	got := f.run(t)
+	if r := got[sast.ToolBandit]; r.Status != sast.StatusFailed || !strings.Contains(r.Error, "no report") {
+		t.Fatalf("%+v", r)
+	}
+	if len(got) != 1 {
+		t.Fatalf("ran %d tools, want only the requested one", len(got))
+	}
+}
+
+// Every tool gets an environment built from scratch: nothing of the
+// driver's own (GITLEAKS_CONFIG, NODE_OPTIONS, GOFLAGS) reaches it.
+func TestEnvironmentIsBuiltFromScratch(t *testing.T) {
+	t.Setenv("GITLEAKS_CONFIG", "/work/src/.gitleaks.toml")
+	t.Setenv("NODE_OPTIONS", "--require /work/src/evil.js")
+	f := newFixture(t, map[string]string{"a.py": "x = 1\n"}, sast.Request{Files: []string{"a.py"}, Tools: []sast.Tool{sast.ToolBandit}})
+	f.tool(t, "bandit", `env > "$HOME/env.txt"; `+writeOut)
+	if r := f.run(t)[sast.ToolBandit]; r.Status != sast.StatusOK {
+		t.Fatalf("%+v", r)
+	}
+	env, err := os.ReadFile(filepath.Join(f.cfg.Home, "env.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"GITLEAKS_CONFIG", "NODE_OPTIONS"} {
+		if strings.Contains(string(env), bad) {
+			t.Errorf("%s reached the tool", bad)
+		}
+	}
+}
+
+// ast-grep scans a copy of the changed files in which ast-grep-ignore is
+// blanked (same length, lines kept) and where no repository file but the
+// changed ones exists; gitleaks scans a copy without a root .gitleaksignore.
+func TestCopies(t *testing.T) {
+	src := "x := 1 // ast-grep-ignore\nexec.Command(\"sh\", \"-c\", s)\n"
+	f := newFixture(t, map[string]string{
+		"cmd/a.go": src, "sgconfig.yml": "ruleDirs: [evil]\n", ".gitleaksignore": "*\n", "go.mod": "module m\n",
+	}, sast.Request{Files: []string{"cmd/a.go", ".gitleaksignore"}, Tools: []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks}})
+	f.tool(t, "ast-grep", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/ast-grep-files.txt"; /bin/cp cmd/a.go "$HOME/ast-grep-a.go"; echo`)
+	f.tool(t, "gitleaks", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/gitleaks-files.txt"; `+writeOut)
+	got := f.run(t)
+	for _, tool := range []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks} {
+		if got[tool].Status != sast.StatusOK {
+			t.Fatalf("%s: %+v", tool, got[tool])
+		}
+	}
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(f.cfg.Home, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if files := read("ast-grep-files.txt"); files != "./cmd/a.go\n" {
+		t.Errorf("ast-grep saw %q, want only the changed source file", files)
+	}
+	blanked := read("ast-grep-a.go")
+	if strings.Contains(blanked, "ast-grep-ignore") || len(blanked) != len(src) || strings.Count(blanked, "\n") != 2 {
+		t.Errorf("copy for ast-grep = %q", blanked)
+	}
+	if files := read("gitleaks-files.txt"); files != "./cmd/a.go\n" {
+		t.Errorf("gitleaks saw %q, want no .gitleaksignore", files)
+	}
+}
+
+// gosec runs once per module and the reports are merged.
+func TestGosecPerModule(t *testing.T) {
+	f := newFixture(t, map[string]string{
+		"go.mod": "module a\n", "x/a.go": "package x\n", "sub/go.mod": "module b\n", "sub/y/b.go": "package y\n",
+	}, sast.Request{Files: []string{"x/a.go", "sub/y/b.go"}, Tools: []sast.Tool{sast.ToolGosec}})
+	f.tool(t, "go", "exit 0")
+	f.tool(t, "gosec", `pkgs=""; out=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; ./*|.) pkgs="$pkgs $1";; esac; shift; done
+echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs\"}],\"GosecVersion\":\"dev\"}" > "$out"; exit 1`)
+	got := f.run(t)
+	if r := got[sast.ToolGosec]; r.Status != sast.StatusOK {
+		t.Fatalf("%+v", r)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.cfg.Out, "gosec.json"))
+	var rep struct {
+		Issues []struct{ File, Details string } `json:"Issues"`
+	}
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Issues) != 2 {
+		t.Fatalf("merged %s", data)
+	}
+	src := filepath.Join(f.cfg.Work, sast.SourceDir)
+	// files in sorted order: sub/y/b.go, then x/a.go
+	if rep.Issues[0].File != filepath.Join(src, "sub") || strings.TrimSpace(rep.Issues[0].Details) != "./y" ||
+		rep.Issues[1].File != src || strings.TrimSpace(rep.Issues[1].Details) != "./x" {
+		t.Fatalf("modules and packages: %s", data)
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	for name, files := range map[string][]string{
+		"escape":   {"../etc/passwd"},
+		"absolute": {"/etc/passwd"},
+		"flag":     {"-rf"},
+		"missing":  {"nope.py"},
+		"unclean":  {"a//b.py"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, map[string]string{"a.py": ""}, sast.Request{Files: files})
+			if err := Run(context.Background(), f.cfg); err == nil {
+				t.Fatal("accepted")
+			}
+		})
+	}
+}
