@@ -1,9 +1,11 @@
 // Command quavon is the operator's and developer's CLI.
 //
+//	quavon scan            the deterministic scanners, in the sandbox, over the
+//	                       current branch's changes (quavon scan -h)
 //	quavon keys generate   print a new sandbox pool key (base64, 32 random bytes)
 //	quavon keys id         print the ids of the configured sandbox keys
 //
-// Further subcommands (scan, migrate, doctor, sandbox run) arrive with the
+// Further subcommands (migrate, doctor, sandbox run) arrive with the
 // features they drive.
 package main
 
@@ -25,6 +27,8 @@ import (
 const usage = `usage: quavon <command>
 
 commands:
+  scan            run the deterministic scanners in the sandbox over the
+                  current branch's changes (quavon scan -h)
   keys generate   print a new sandbox pool key: put it in the file named by
                   QUAVON_SANDBOX_SIGNING_KEY_FILE (mode 0600)
   keys id         print the ids of the keys in QUAVON_SANDBOX_SIGNING_KEY_FILE
@@ -36,6 +40,13 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
+		var ee *scanExit
+		if errors.As(err, &ee) {
+			if ee.err != nil && !errors.Is(ee.err, errUsage) {
+				fmt.Fprintln(os.Stderr, "quavon:", ee.err)
+			}
+			os.Exit(ee.code)
+		}
 		if errors.Is(err, errUsage) {
 			fmt.Fprint(os.Stderr, usage)
 			os.Exit(2)
@@ -47,7 +58,10 @@ func main() {
 
 var errUsage = errors.New("usage")
 
-func run(_ context.Context, args, environ []string, stdout, _ io.Writer) error {
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	if len(args) >= 1 && args[0] == "scan" {
+		return runScan(ctx, args[1:], environ, stdout, stderr)
+	}
 	if len(args) == 2 && args[0] == "keys" {
 		switch args[1] {
 		case "generate":

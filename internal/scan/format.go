@@ -1,0 +1,132 @@
+package scan
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/quavon/quavon/internal/sast"
+)
+
+// SeverityRank orders severities: critical is 4, info 0, unknown -1.
+func SeverityRank(s sast.Severity) int {
+	switch s {
+	case sast.SeverityCritical:
+		return 4
+	case sast.SeverityHigh:
+		return 3
+	case sast.SeverityMedium:
+		return 2
+	case sast.SeverityLow:
+		return 1
+	case sast.SeverityInfo:
+		return 0
+	}
+	return -1
+}
+
+// ParseFailOn reads --fail-on: a severity, or "none" (never fail on
+// findings), which is returned as rank 5.
+func ParseFailOn(s string) (int, error) {
+	if s == "none" {
+		return 5, nil
+	}
+	if r := SeverityRank(sast.Severity(s)); r >= 0 {
+		return r, nil
+	}
+	return 0, fmt.Errorf("--fail-on %q: want critical, high, medium, low, info or none", s)
+}
+
+// Failing counts findings at or above rank.
+func (o *Outcome) Failing(rank int) int {
+	n := 0
+	for _, f := range o.Report.Findings {
+		if SeverityRank(f.Severity) >= rank {
+			n++
+		}
+	}
+	return n
+}
+
+// Text writes the findings for a terminal: one line per finding, then each
+// tool's status. Messages are untrusted: control and format characters are
+// replaced so they cannot move the cursor or fake lines.
+func Text(w io.Writer, o *Outcome) error {
+	for _, f := range o.Report.Findings {
+		loc := fmt.Sprintf("%s:%d", f.Path, f.StartLine)
+		if f.StartColumn > 0 {
+			loc += fmt.Sprintf(":%d", f.StartColumn)
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s [%s %s] %s\n", clean(loc), f.Severity, f.Tool, clean(f.RuleID),
+			clean(f.Message)); err != nil {
+			return err
+		}
+	}
+	r := o.Report
+	fmt.Fprintf(w, "\n%d finding(s) on changed lines", len(r.Findings))
+	if r.Dropped > 0 {
+		fmt.Fprintf(w, ", %d more dropped by the cap", r.Dropped)
+	}
+	if r.OutsideChange > 0 {
+		fmt.Fprintf(w, ", %d outside the change ignored", r.OutsideChange)
+	}
+	fmt.Fprintln(w)
+	for _, t := range r.Tools {
+		line := fmt.Sprintf("  %-9s %-9s", t.Tool, t.Status)
+		if t.Version != "" {
+			line += " " + clean(t.Version)
+		}
+		if t.Files > 0 {
+			line += fmt.Sprintf(", %d file(s)", t.Files)
+		}
+		if t.Status != sast.StatusOK && t.Status != sast.StatusNoFiles {
+			if t.Error != "" {
+				line += ": " + clean(t.Error)
+			}
+			if s := lastLine(t.Stderr); s != "" {
+				line += " (" + clean(s) + ")"
+			}
+		}
+		if len(t.Errors) > 0 {
+			line += fmt.Sprintf(" [%d tool error(s): %s]", len(t.Errors), clean(t.Errors[0]))
+		}
+		fmt.Fprintln(w, line)
+	}
+	for _, s := range o.Plan.Skipped {
+		fmt.Fprintf(w, "  skipped %s: %s\n", clean(s.Path), s.Reason)
+	}
+	return nil
+}
+
+// JSON writes the outcome as one JSON document.
+func JSON(w io.Writer, o *Outcome) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(o)
+}
+
+func lastLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// clean makes untrusted text safe for a terminal line.
+func clean(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\t' {
+			return ' '
+		}
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}

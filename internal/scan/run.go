@@ -1,0 +1,175 @@
+package scan
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/sast"
+)
+
+// RunCommand is the scanners image's driver (internal/sast/driver).
+const RunCommand = "/opt/quavon/bin/quavon-scan"
+
+// SandboxSourceRoot is where the source tree is in the sandbox.
+const SandboxSourceRoot = "/work/" + sast.SourceDir
+
+// ImageClass is the image every scan runs in.
+const ImageClass = "scanners"
+
+// DefaultJobLimits bound one scan job (the runner clamps them to its
+// ceiling). gosec type-checks whole packages and ESLint loads TypeScript,
+// hence the memory.
+var DefaultJobLimits = sandbox.Limits{
+	CPUMillis: 2000, MemoryBytes: 4 << 30, Pids: 512, WallClockSeconds: 900, SetupSeconds: 1,
+	WorkBytes: 2 << 30, TmpBytes: 256 << 20, OutputBytes: 8 << 20, NoFile: 4096, FileSizeBytes: 512 << 20,
+}
+
+// Options of one scan.
+type Options struct {
+	TenantID string
+	// ImageClass is the image the job runs in; "" is ImageClass
+	// ("scanners"). An instance admin's scanner image is a byo: class.
+	ImageClass string
+	// ExtraArtefacts are more files of /out to return (diagnostics).
+	ExtraArtefacts []string
+	Tools          []sast.Tool
+	// ToolTimeout bounds each tool in the sandbox.
+	ToolTimeout time.Duration
+	Limits      sandbox.Limits
+	Normalise   sast.Options
+}
+
+// Outcome is a finished scan.
+type Outcome struct {
+	Plan   *Plan        `json:"plan"`
+	Report *sast.Report `json:"report"`
+	// ImageDigest is the scanners image the runner resolved.
+	ImageDigest string `json:"imageDigest"`
+	// SandboxMillis is the job's time in the runner.
+	SandboxMillis int64 `json:"sandboxMillis"`
+	// Artefacts holds the Options.ExtraArtefacts the job produced.
+	Artefacts map[string]string `json:"-"`
+}
+
+// Incomplete reports whether any tool that had files to scan did not
+// finish (failed, missing, timed out).
+func (o *Outcome) Incomplete() bool {
+	for _, t := range o.Report.Tools {
+		if t.Status != sast.StatusOK && t.Status != sast.StatusNoFiles {
+			return true
+		}
+	}
+	return false
+}
+
+// Run scans plan in the sandbox through client.
+func Run(ctx context.Context, client *sandbox.Client, plan *Plan, opt Options) (*Outcome, error) {
+	if opt.TenantID == "" {
+		opt.TenantID = "local"
+	}
+	if opt.Limits == (sandbox.Limits{}) {
+		opt.Limits = DefaultJobLimits
+	}
+	if opt.ToolTimeout <= 0 {
+		opt.ToolTimeout = 5 * time.Minute
+	}
+	out := &Outcome{Plan: plan, Artefacts: map[string]string{}}
+	if len(plan.Files) == 0 {
+		out.Report = &sast.Report{}
+		for _, t := range toolsOf(opt) {
+			out.Report.Tools = append(out.Report.Tools, sast.ToolRun{Tool: t, Status: sast.StatusNoFiles})
+		}
+		return out, nil
+	}
+	dir, err := os.MkdirTemp("", "quavon-scan-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	if err := plan.Tree(ctx, dir, sast.Request{Tools: opt.Tools, TimeoutSeconds: int(opt.ToolTimeout / time.Second)}); err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	if opt.ImageClass == "" {
+		opt.ImageClass = ImageClass
+	}
+	artefacts := []string{sast.ManifestArtefact}
+	for _, t := range toolsOf(opt) {
+		artefacts = append(artefacts, sast.OutputArtefact(t))
+	}
+	artefacts = append(artefacts, opt.ExtraArtefacts...)
+	res, err := client.Run(ctx, sandbox.JobSpec{
+		TenantID: opt.TenantID, Purpose: sandbox.PurposeSAST, ImageClass: opt.ImageClass,
+		RunCommand: RunCommand, Egress: sandbox.Egress{Mode: sandbox.EgressNone},
+		Env:    map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true", sandbox.EnvNoColor: "1"},
+		Limits: opt.Limits, Artefacts: artefacts, TTL: 2 * time.Minute,
+	}, dir, "")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	out.ImageDigest, out.SandboxMillis = res.ImageDigest, res.DurationMillis
+	for _, a := range opt.ExtraArtefacts {
+		if v, ok := res.Artefacts[a]; ok {
+			out.Artefacts[a] = v
+		}
+	}
+	switch {
+	case res.Status == sandbox.StatusTimedOut:
+		return nil, fmt.Errorf("sandbox: the scan job hit its wall clock (%ds)", opt.Limits.WallClockSeconds)
+	case res.Status != sandbox.StatusCompleted:
+		return nil, fmt.Errorf("sandbox: job %s: %s %s", res.Status, res.RejectReason, res.Error)
+	case res.ExitCode != 0:
+		return nil, fmt.Errorf("sandbox: the scan driver exited %d: %s", res.ExitCode, tail(res.Artefacts["stderr.log"]))
+	}
+	var m sast.Manifest
+	raw, ok := res.Artefacts[sast.ManifestArtefact]
+	if !ok {
+		return nil, errors.New("sandbox: the scan driver wrote no manifest")
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(raw)))
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("sandbox: manifest: %w", err)
+	}
+	outputs := map[sast.Tool][]byte{}
+	for _, t := range toolsOf(opt) {
+		if o, ok := res.Artefacts[sast.OutputArtefact(t)]; ok {
+			outputs[t] = []byte(o)
+		}
+	}
+	// The manifest's Root is sandbox output: the host uses its own.
+	cache := map[string][]byte{}
+	rep := sast.Normalise(sast.Input{
+		Manifest: m, Outputs: outputs, Root: SandboxSourceRoot, Changed: plan.Changed,
+		Source: func(p string) ([]byte, bool) {
+			if data, ok := cache[p]; ok {
+				return data, data != nil
+			}
+			data, ok := plan.ReadFile(ctx, p)
+			cache[p] = data
+			return data, ok
+		},
+	}, opt.Normalise)
+	out.Report = &rep
+	return out, nil
+}
+
+func toolsOf(opt Options) []sast.Tool {
+	if len(opt.Tools) > 0 {
+		return opt.Tools
+	}
+	return sast.Tools
+}
+
+func tail(s string) string {
+	if len(s) > 2000 {
+		s = s[len(s)-2000:]
+	}
+	return s
+}
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
