@@ -2,10 +2,13 @@
 //
 //	quavon scan            the deterministic scanners, in the sandbox, over the
 //	                       current branch's changes (quavon scan -h)
+//	quavon migrate         apply the control plane's database migrations
+//	quavon api-token create --tenant T --user U --name N
+//	                       print a new API token (shown once)
 //	quavon keys generate   print a new sandbox pool key (base64, 32 random bytes)
 //	quavon keys id         print the ids of the configured sandbox keys
 //
-// Further subcommands (migrate, doctor, sandbox run) arrive with the
+// Further subcommands (doctor, sandbox run) arrive with the
 // features they drive.
 package main
 
@@ -29,6 +32,12 @@ const usage = `usage: quavon <command>
 commands:
   scan            run the deterministic scanners in the sandbox over the
                   current branch's changes (quavon scan -h)
+  migrate         apply the database migrations (QUAVON_DATABASE_URL, as a role
+                  that may create roles and tables); idempotent, refuses a
+                  newer schema
+  api-token create --tenant UUID --user UUID --name NAME [--expires-in 2160h]
+                  print a new API token for the user (shown once; only its
+                  SHA-256 is stored)
   keys generate   print a new sandbox pool key: put it in the file named by
                   QUAVON_SANDBOX_SIGNING_KEY_FILE (mode 0600)
   keys id         print the ids of the keys in QUAVON_SANDBOX_SIGNING_KEY_FILE
@@ -61,6 +70,12 @@ var errUsage = errors.New("usage")
 func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	if len(args) >= 1 && args[0] == "scan" {
 		return runScan(ctx, args[1:], environ, stdout, stderr)
+	}
+	if len(args) >= 2 && args[0] == "api-token" && args[1] == "create" {
+		return runTokenCreate(ctx, args[2:], environ, stdout, stderr)
+	}
+	if len(args) == 1 && args[0] == "migrate" {
+		return runMigrate(ctx, environ, stdout)
 	}
 	if len(args) == 2 && args[0] == "keys" {
 		switch args[1] {

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 func TestKeysGenerateThenID(t *testing.T) {
@@ -48,5 +50,34 @@ func TestUsage(t *testing.T) {
 	}
 	if err := run(context.Background(), []string{"keys", "id"}, []string{"QUAVON_SANDBOX_SIGNING_KEY=x"}, &bytes.Buffer{}, nil); err == nil {
 		t.Fatal("a key in the environment is accepted")
+	}
+}
+
+func TestMigrateCommand(t *testing.T) {
+	db := testenv.NewDatabase(t)
+	u, err := url.Parse(db.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, _ := u.User.Password()
+	u.User = url.User(u.User.Username())
+	pwFile := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(pwFile, []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"migrate"}, env, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "applied 0001_control_plane") || !strings.Contains(out.String(), "schema at version 1 (was 0)") {
+		t.Fatalf("first run: %s", out.String())
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"migrate"}, env, &out, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "schema at version 1 (was 1); River's migrations applied\n" {
+		t.Fatalf("second run: %q", out.String())
 	}
 }

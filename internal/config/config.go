@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +43,34 @@ type Config struct {
 	Runner  Runner
 	Egress  Egress
 	Valkey  Valkey
+	DB      Database
+	API     API
+	// MaxFixRunsPerTenantPerDay caps fix runs per tenant and UTC day (FX10).
+	MaxFixRunsPerTenantPerDay int
+}
+
+// Database is the control plane's PostgreSQL.
+type Database struct {
+	// URL is a postgres:// URL or DSN without a password.
+	URL          string
+	PasswordFile string
+}
+
+// Password reads the password file; empty when none is configured.
+func (d Database) Password() (string, error) {
+	if d.PasswordFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(d.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("QUAVON_DATABASE_PASSWORD_FILE: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
+// API settings of quavon-api.
+type API struct {
+	Listen string
 }
 
 // Egress settings of quavon-sandbox-egress.
@@ -111,29 +141,33 @@ type Valkey struct {
 
 // The variables Load knows, with their defaults.
 var known = map[string]string{
-	"QUAVON_ENV":                          string(Production),
-	"QUAVON_SANDBOX_POOL":                 sandbox.DefaultPool,
-	"QUAVON_SANDBOX_SIGNING_KEY_FILE":     "",
-	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE":   "",
-	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES":   strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
-	"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES": strconv.Itoa(snapshot.DefaultMaxEntries),
-	"QUAVON_EDITION":                      string(Community),
-	"QUAVON_SANDBOX_BACKEND":              "docker-runsc",
-	"QUAVON_SANDBOX_ALLOW_INSECURE":       "false",
-	"QUAVON_SANDBOX_RUNSC_PLATFORM":       "systrap",
-	"QUAVON_SANDBOX_IMAGES_LOCK":          "/etc/quavon/images.lock.json",
-	"QUAVON_SANDBOX_RUNNER_ID":            "",
-	"QUAVON_SANDBOX_CONCURRENCY":          "2",
-	"QUAVON_SANDBOX_LIMIT_CEILING":        "",
-	"QUAVON_SANDBOX_DOCKER_HOST":          "unix:///var/run/docker.sock",
-	"QUAVON_SANDBOX_REGISTRIES":           "",
-	"QUAVON_SANDBOX_EGRESS_NETWORK":       "quavon-sandbox-egress",
-	"QUAVON_SANDBOX_EGRESS_PROXY":         "",
-	"QUAVON_SANDBOX_EGRESS_HOST_PROXY":    "false",
-	"QUAVON_EGRESS_LISTEN":                ":3128",
-	"QUAVON_VALKEY_ADDR":                  "127.0.0.1:6379",
-	"QUAVON_VALKEY_USER":                  "",
-	"QUAVON_VALKEY_PASSWORD_FILE":         "",
+	"QUAVON_ENV":                             string(Production),
+	"QUAVON_SANDBOX_POOL":                    sandbox.DefaultPool,
+	"QUAVON_SANDBOX_SIGNING_KEY_FILE":        "",
+	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE":      "",
+	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES":      strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
+	"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES":    strconv.Itoa(snapshot.DefaultMaxEntries),
+	"QUAVON_EDITION":                         string(Community),
+	"QUAVON_SANDBOX_BACKEND":                 "docker-runsc",
+	"QUAVON_SANDBOX_ALLOW_INSECURE":          "false",
+	"QUAVON_SANDBOX_RUNSC_PLATFORM":          "systrap",
+	"QUAVON_SANDBOX_IMAGES_LOCK":             "/etc/quavon/images.lock.json",
+	"QUAVON_SANDBOX_RUNNER_ID":               "",
+	"QUAVON_SANDBOX_CONCURRENCY":             "2",
+	"QUAVON_SANDBOX_LIMIT_CEILING":           "",
+	"QUAVON_SANDBOX_DOCKER_HOST":             "unix:///var/run/docker.sock",
+	"QUAVON_SANDBOX_REGISTRIES":              "",
+	"QUAVON_SANDBOX_EGRESS_NETWORK":          "quavon-sandbox-egress",
+	"QUAVON_SANDBOX_EGRESS_PROXY":            "",
+	"QUAVON_SANDBOX_EGRESS_HOST_PROXY":       "false",
+	"QUAVON_EGRESS_LISTEN":                   ":3128",
+	"QUAVON_VALKEY_ADDR":                     "127.0.0.1:6379",
+	"QUAVON_VALKEY_USER":                     "",
+	"QUAVON_VALKEY_PASSWORD_FILE":            "",
+	"QUAVON_DATABASE_URL":                    "",
+	"QUAVON_DATABASE_PASSWORD_FILE":          "",
+	"QUAVON_API_LISTEN":                      ":8080",
+	"QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY": "50",
 }
 
 // secretNames are refused outright: their _FILE form must be used.
@@ -271,6 +305,23 @@ func Load(environ []string) (Config, error) {
 		} else {
 			c.Runner.Ceiling = l
 		}
+	}
+	c.DB = Database{URL: vals["QUAVON_DATABASE_URL"], PasswordFile: vals["QUAVON_DATABASE_PASSWORD_FILE"]}
+	if u := c.DB.URL; u != "" {
+		hasPassword := strings.Contains(strings.ToLower(u), "password=")
+		if pu, err := url.Parse(u); err == nil && pu.User != nil {
+			_, has := pu.User.Password()
+			hasPassword = hasPassword || has
+		}
+		if hasPassword {
+			errs = append(errs, errors.New("QUAVON_DATABASE_URL holds a password: put it in the file named by QUAVON_DATABASE_PASSWORD_FILE"))
+		}
+	}
+	c.API = API{Listen: vals["QUAVON_API_LISTEN"]}
+	if n, err := strconv.Atoi(vals["QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY"]); err != nil || n < 1 || n > 100000 {
+		errs = append(errs, errors.New("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY: want 1..100000"))
+	} else {
+		c.MaxFixRunsPerTenantPerDay = n
 	}
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)

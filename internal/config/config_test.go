@@ -49,6 +49,10 @@ func TestLoadRefuses(t *testing.T) {
 		{[]string{"QUAVON_SANDBOX_LIMIT_CEILING={\"pids\":1}"}, "QUAVON_SANDBOX_LIMIT_CEILING"},
 		{[]string{"QUAVON_SANDBOX_LIMIT_CEILING={\"pidz\":1}"}, "QUAVON_SANDBOX_LIMIT_CEILING"},
 		{[]string{"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES=many"}, "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"},
+		{[]string{"QUAVON_DATABASE_PASSWORD=abc"}, "QUAVON_DATABASE_PASSWORD_FILE"},
+		{[]string{"QUAVON_DATABASE_URL=postgres://quavon:abc@db/quavon"}, "QUAVON_DATABASE_URL holds a password"},
+		{[]string{"QUAVON_DATABASE_URL=host=db user=quavon password=abc"}, "QUAVON_DATABASE_URL holds a password"},
+		{[]string{"QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY=0"}, "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY"},
 	}
 	for _, c := range cases {
 		_, err := Load(c.env)

@@ -1,0 +1,142 @@
+// Package policy is the repository policy: its schema, strict parsing with
+// field-level errors, canonical serialisation, the diff for the audit log
+// and the effective policy the features obey.
+//
+// # Document
+//
+// A policy is a JSON object of at most 64 KiB. Every field is optional and
+// takes its default when omitted; keys are case-sensitive; unknown keys,
+// duplicate keys, null and non-integer numbers are errors. A complete
+// document, with every default except where noted:
+//
+//	{
+//	  "version": 1,
+//	  "features": {
+//	    "fix": {
+//	      "mode": "approval",
+//	      "triggerLabels": ["quavon:fix"],
+//	      "setupCommand": "npm ci",
+//	      "testCommand": "npm test",
+//	      "lintCommand": "npm run lint",
+//	      "egress": "registries",
+//	      "registries": ["registry.npmjs.org"],
+//	      "deniedPaths": ["migrations/**", "**/*.snap"],
+//	      "allowedPaths": [],
+//	      "allowLockfiles": false,
+//	      "reviewFixes": "off",
+//	      "maxRunsPerIssuePerDay": 2,
+//	      "maxRunsPerDay": 5,
+//	      "limits": {
+//	        "maxSteps": 30,
+//	        "maxSandboxRuns": 6,
+//	        "runWallClockSeconds": 1200,
+//	        "maxFiles": 10,
+//	        "maxChangedLines": 300,
+//	        "cpuMillis": 2000,
+//	        "memoryBytes": 2147483648,
+//	        "wallClockSeconds": 600,
+//	        "setupSeconds": 300
+//	      }
+//	    },
+//	    "sast": {
+//	      "mode": "shadow",
+//	      "scanners": ["ast-grep", "gitleaks", "bandit", "gosec", "eslint", "ruff"],
+//	      "contextLines": 3,
+//	      "maxFindings": 50,
+//	      "uploadSarif": false
+//	    },
+//	    "acceptance": {
+//	      "mode": "shadow"
+//	    }
+//	  }
+//	}
+//
+// The example differs from the defaults in fix.mode (default "off"),
+// triggerLabels, the three commands, egress (default "none"), registries
+// and deniedPaths (default []).
+//
+// # Fields
+//
+// version: 1, the only version.
+//
+// features.fix (the fix agent and review fixes):
+//   - mode: "off" (default for every repository) | "approval" | "auto".
+//     auto publishes without approval on private and internal
+//     repositories and is downgraded to approval on public ones.
+//   - triggerLabels: up to 20 labels of 1..50 printable characters, no
+//     leading or trailing space, unique ignoring case. Empty: only the
+//     "@<app> fix" comment triggers.
+//   - setupCommand, testCommand, lintCommand: "" (none) or a command run as
+//     /bin/sh -c <command> in the sandbox: at most 4096 bytes of UTF-8, no
+//     control characters other than tab and newline, no bidirectional
+//     controls, not blank, nothing that looks like a credential.
+//     setupCommand runs on the unmodified base tree; it is the only step
+//     that may have egress.
+//   - egress: "none" (default) | "registries". registries needs a
+//     setupCommand and at least one registry.
+//   - registries: up to 16 unique lowercase, fully qualified host names (no
+//     IP literal, port, wildcard or trailing dot); only with egress
+//     registries. The instance allowlist applies on top.
+//   - deniedPaths, allowedPaths: up to 100 unique path patterns each (see
+//     below). deniedPaths add to the built-in off-limits paths, which no
+//     policy can lift; a non-empty allowedPaths restricts edits to matching
+//     paths.
+//   - allowLockfiles: false (default) keeps lockfiles off-limits.
+//   - reviewFixes: "off" (default) | "stacked_pr" | "commit". Effective only
+//     once review fixes are signed off and fix.mode is not off.
+//   - maxRunsPerIssuePerDay: 1..20, default 2. maxRunsPerDay: 1..500,
+//     default 5. The tenant's daily cap applies on top; the lowest wins.
+//   - limits: the fix agent's loop: maxSteps 1..100 (30), maxSandboxRuns
+//     1..20 (6), runWallClockSeconds 60..3600 (1200), maxFiles 1..100 (10),
+//     maxChangedLines 1..5000 (300); each sandbox job: cpuMillis
+//     100..16000 (2000), memoryBytes 64 MiB..16 GiB (2 GiB),
+//     wallClockSeconds 10..3600 (600), setupSeconds 1..3600 (300, at most
+//     wallClockSeconds). The runner clamps job limits to its ceiling.
+//
+// features.sast (the deterministic scanners on reviews):
+//   - mode: "off" | "shadow" (default: run and store, publish nothing) |
+//     "on".
+//   - scanners: 1..6 unique names of ast-grep, gitleaks, bandit, gosec,
+//     eslint, ruff; default all six. To scan nothing, set mode off.
+//   - contextLines: 0..1000, default 3. maxFindings: 1..25000, default 50.
+//   - uploadSarif: false (default); true also needs the code_scanning
+//     feature of the installation.
+//
+// features.acceptance (the acceptance-criteria check):
+//   - mode: "off" | "shadow" (default) | "on".
+//
+// # Path patterns
+//
+// A pattern is matched against a repository path relative to the root,
+// case-insensitively, segment by segment:
+//
+//	src/*.go      * is any run of characters within one segment (not /)
+//	src/?.go      ? is one character within one segment
+//	src/**/x.go   ** is a whole segment only: zero or more segments
+//
+// Patterns are anchored at the repository root: "*.snap" matches only
+// top-level files; "**/*.snap" matches at any depth; "docs/**" matches
+// everything under docs. Not allowed: a leading or trailing /, empty, .
+// or .. segments, ** inside a segment, and the characters \ [ ] { }. At
+// most 512 bytes. [MatchPath] implements the matching.
+//
+// # Effective policy
+//
+// [Resolve] turns a stored document into the [Effective] policy:
+//
+//   - no stored document: the defaults (fix off, scanners and acceptance
+//     check in shadow mode);
+//   - a document that fails to parse or validate: every feature off (fix,
+//     review fixes, scanners, acceptance check), with the reason in
+//     Effective.Invalid; never applied in part;
+//   - fix.mode auto on a public repository: approval;
+//   - FixFeatureSignedOff false: fix off;
+//   - ReviewFixSignedOff false (today), or fix off: review fixes off.
+//
+// Each override is listed in Effective.Downgrades for the dashboard.
+//
+// # Storage
+//
+// [Marshal] writes the canonical form (compact, every field, schema order),
+// so stored documents, ETags and [Diff] for the audit log agree.
+package policy

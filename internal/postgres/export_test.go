@@ -1,0 +1,4 @@
+package postgres
+
+// MigrateSteps applies ms as Migrate applies the embedded migrations.
+var MigrateSteps = migrate

@@ -1,0 +1,72 @@
+// Package postgres is Quavon's control-plane storage: embedded, numbered
+// migrations (Migrate), River's own tables, and tenancy.
+//
+// Tenancy is enforced by the database, not by queries: every table with a
+// tenant_id column has ENABLE and FORCE ROW LEVEL SECURITY and a policy on
+// the transaction setting quavon.tenant_id, and the tables are owned by
+// quavon_owner, which services are not. Services connect as a login role
+// that is only a member of quavon_app and run each unit of work through
+// DB.InTenant, which sets the tenant with SET LOCAL inside its transaction.
+// A query outside InTenant sees no tenant row and cannot write one.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// TenantID is a tenant's uuid in its canonical text form.
+type TenantID string
+
+// DB is a pool of connections as a service role.
+type DB struct {
+	Pool *pgxpool.Pool
+}
+
+// Open connects to url (a postgres:// URL or DSN without a password) with
+// password, and pings.
+func Open(ctx context.Context, url, password string, maxConns int32) (*DB, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if password != "" {
+		cfg.ConnConfig.Password = password
+	}
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	return &DB{Pool: pool}, nil
+}
+
+// Close closes the pool.
+func (db *DB) Close() { db.Pool.Close() }
+
+// ErrNoTenant is returned by InTenant for an empty tenant.
+var ErrNoTenant = errors.New("postgres: no tenant")
+
+// InTenant runs fn in one transaction with quavon.tenant_id set to tenant
+// (SET LOCAL: it ends with the transaction). fn's error rolls back.
+func (db *DB) InTenant(ctx context.Context, tenant TenantID, fn func(pgx.Tx) error) error {
+	if tenant == "" {
+		return ErrNoTenant
+	}
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT set_config('quavon.tenant_id', $1::uuid::text, true)", string(tenant)); err != nil {
+			return fmt.Errorf("postgres: set tenant: %w", err)
+		}
+		return fn(tx)
+	})
+}
