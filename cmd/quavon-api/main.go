@@ -1,0 +1,79 @@
+// Command quavon-api serves Quavon's HTTP API (internal/api): repository
+// policies today. It connects to PostgreSQL as a service role (a member of
+// quavon_app that owns nothing) and holds no tokens of any code host.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/quavon/quavon/internal/api"
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/postgres"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Environ(), os.Stderr, nil)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quavon-api:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends; ready, when not nil, gets the listening
+// address.
+func run(ctx context.Context, environ []string, logOut io.Writer, ready chan<- string) error {
+	log := slog.New(slog.NewJSONHandler(logOut, nil))
+	cfg, err := config.Load(environ)
+	if err != nil {
+		return err
+	}
+	if cfg.DB.URL == "" {
+		return errors.New("QUAVON_DATABASE_URL is not set")
+	}
+	password, err := cfg.DB.Password()
+	if err != nil {
+		return err
+	}
+	db, err := postgres.Open(ctx, cfg.DB.URL, password, 0)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           (&api.Server{DB: db, Log: log}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}
+	log.Info("quavon-api listening", slog.String("addr", ln.Addr().String()))
+	if ready != nil {
+		ready <- ln.Addr().String()
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(sctx)
+}
