@@ -79,6 +79,8 @@ func FuzzFind(f *testing.F) {
 	f.Add("ghp_" + strings.Repeat("x", 36))
 	f.Add("-----BEGIN RSA PRIVATE KEY-----")
 	f.Add("https://a:bcd@e")
+	f.Add("AwS_SECRET_access_key = " + strings.Repeat("A", 40))
+	f.Add("aw\u017f secret = " + strings.Repeat("A", 40))
 	f.Fuzz(func(t *testing.T, s string) {
 		for _, m := range Find(s) {
 			if m.Start < 0 || m.End > len(s) || m.Start >= m.End {
@@ -86,5 +88,18 @@ func FuzzFind(f *testing.F) {
 			}
 		}
 		_ = Redact(s)
+		// the literal hints never hide a match
+		var brute []Match
+		for _, r := range rules {
+			for _, loc := range r.re.FindAllStringIndex(s, -1) {
+				brute = append(brute, Match{Rule: r.id, Start: loc[0], End: loc[1]})
+			}
+		}
+		if got := Find(s); len(got) != len(brute) {
+			t.Fatalf("Find = %v, the expressions alone find %v", got, brute)
+		}
+		if Contains(s) != (len(brute) > 0) {
+			t.Fatalf("Contains disagrees with the expressions")
+		}
 	})
 }

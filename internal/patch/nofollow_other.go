@@ -1,0 +1,5 @@
+//go:build !unix
+
+package patch
+
+const syscallNoFollow = 0
