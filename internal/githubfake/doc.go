@@ -1,0 +1,105 @@
+// Package githubfake is an in-process GitHub emulator for tests: an
+// httptest server backed by real git repositories (go-git, in memory) that
+// serves the REST and GraphQL endpoints Quavon uses and enforces what GitHub
+// enforces, so that a client bug fails a test instead of passing it.
+//
+// # Wiring a client
+//
+// REST lives at URL+"/" (go-github: BaseURL and UploadURL both
+// srv.URL+"/"), GraphQL at URL+"/graphql" (githubv4.NewEnterpriseClient).
+//
+// # Scripting a situation
+//
+// Every GitHub situation the spec names is a few lines of setup:
+//
+//	s := githubfake.New(t)
+//	s.AddOrg("acme")
+//	repo := s.AddRepo("acme", "app", githubfake.RepoOptions{Private: true,
+//		Files: map[string]string{"go.mod": "module x\n"}})
+//	app := s.RegisterApp("quavon-fixer")            // app.ID, app.PrivateKeyPEM, app.WebhookSecret
+//	inst := s.Install(app, "acme", map[string]string{"contents": "write", "pull_requests": "write", "issues": "write"})
+//	s.SetWebhookURL(app, apiServer.URL+"/webhooks/github")
+//
+//	s.SetPermission("acme", "app", "alice", "triage")      // CH5: not enough to trigger
+//	n := repo.AddIssue(githubfake.IssueOptions{Title: "bug", Author: "alice", Labels: []string{"quavon:fix"}})
+//	d, err := s.Deliver(app, "issues", s.IssuesEvent("labeled", inst, repo, n, "alice", "quavon:fix"))
+//	_, _ = s.Redeliver(d)                                   // same X-GitHub-Delivery and body
+//
+//	repo.Commit("main", map[string]string{"a.go": "moved"}, "human push") // base moved under us
+//	repo.Protect("main")                                    // classic protection
+//	s.SetRules("acme", "app", "quavon/**", []githubfake.Rule{{Type: "required_signatures"}})
+//	repo.UpdateIssue(n, func(i *githubfake.Issue) { i.State = "closed" })
+//	s.SetSuspended(inst, true)
+//	s.InjectFault(githubfake.Fault{Method: "POST", Path: "/repos/{o}/{r}/git/refs", Kind: githubfake.FaultLoseResponse})
+//
+// and assertions read state back: repo.Ref("quavon/fix-1-0123abcd"),
+// repo.Files(ref), repo.CommitInfo(sha) (parents, tree, Verified), repo.Issues(),
+// repo.CheckRuns(), repo.SARIFUploads(), s.Requests() (method, path, token
+// kind, status: e.g. "no write happened").
+//
+// # Authentication
+//
+// App JWTs (RS256, iss = app ID as number or string) are checked with
+// GitHub's rules: exp in the future and at most 10 minutes ahead, iat not
+// more than 60 s ahead, exp-iat at most 10 min + 60 s (GitHub's own recipe
+// backdates iat by 60 s). POST /app/installations/{id}/access_tokens
+// honours repositories, repository_ids and permissions; asking for any
+// permission or repository the installation lacks is 422. Tokens live one
+// hour (Advance moves the clock); metadata: read is always included.
+//
+// Every call with an installation token is checked against the token's
+// repositories and permissions: a private repository outside the token is
+// 404, a missing permission 403 "Resource not accessible by integration",
+// an expired or revoked token 401 "Bad credentials", a suspended
+// installation 403. Public repositories are readable by anyone (as on
+// GitHub) but writable only with a covering token. A JWT only reaches the
+// /app endpoints and GET /repos/{o}/{r}/installation.
+//
+// Permissions per endpoint: metadata:read for the repository, collaborator
+// permission, branches and rules; administration:read for branch protection;
+// contents for git data and contents; issues (or pull_requests for pull
+// requests) for issues, labels and comments; pull_requests for pulls;
+// checks for check runs; security_events:write for SARIF; contents:write for
+// createCommitOnBranch.
+//
+// # Git semantics
+//
+// Objects are real git objects, so SHAs are the ones GitHub would compute.
+// POST git/refs refuses existing refs (422 "Reference already exists");
+// PATCH refuses non-fast-forwards without force (422 "Update is not a fast
+// forward"). Branch writes also honour protection (Protect refuses every
+// update and deletion of that branch, like "require a pull request") and
+// rules: creation, update, deletion, non_fast_forward, required_signatures,
+// required_linear_history (422 "Repository rule violations found").
+// Commits an app creates through the REST API without author/committer, and
+// every createCommitOnBranch commit, are reported as verified (GitHub signs
+// them); human commits (Repo.Commit) are unsigned.
+//
+// createCommitOnBranch is a compare-and-swap on expectedHeadOid; a moved
+// head is GraphQL error type STALE_DATA, "Expected branch to point to
+// \"<oid>\" but it did not.  Pull and try again." and nothing changes.
+// closingIssuesReferences returns the links set with LinkIssue that the
+// token can see, including other repositories' issues.
+//
+// # Failures and limits
+//
+// InjectFault: FaultLoseResponse performs the request and closes the
+// connection (the write is observable by later reads); Fault5xx,
+// FaultSecondaryRateLimit (403, Retry-After, GitHub's documentation_url so
+// go-github returns AbuseRateLimitError) and FaultRateLimit (403/429,
+// x-ratelimit-remaining 0) answer before doing anything. Every response
+// carries x-ratelimit-* headers; successful GETs carry an ETag and answer
+// If-None-Match with 304. SARIF must be gzip then base64, at most 10 MB
+// compressed (413), else 400.
+//
+// # Webhooks
+//
+// Deliver posts a payload (any JSON value; the builders InstallationEvent,
+// InstallationRepositoriesEvent, RepositoryEvent, IssuesEvent,
+// IssueCommentEvent and PullRequestEvent build GitHub's shapes from the
+// emulator's state) with X-GitHub-Event, X-GitHub-Delivery,
+// X-Hub-Signature-256 (Sign) and a GitHub-Hookshot User-Agent. Build an
+// "installation deleted" payload before calling Uninstall.
+//
+// The emulator does not send webhooks on its own when the client writes.
+package githubfake

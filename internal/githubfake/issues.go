@@ -1,0 +1,857 @@
+package githubfake
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Issue is an issue or pull request (they share numbers, as on GitHub).
+// Methods returning an Issue return a copy.
+type Issue struct {
+	ID          int64
+	Number      int
+	Title       string
+	Body        string
+	State       string // "open" or "closed"
+	StateReason string
+	Author      string
+	Labels      []string
+	Locked      bool
+	Comments    []Comment
+	PullRequest *PullRequest // nil for issues
+
+	created, updated, closed time.Time
+}
+
+// PullRequest holds what only pull requests have.
+type PullRequest struct {
+	Head                string // branch name in HeadRepo
+	HeadRepo            string // "owner/name"; differs from the repository for forks; "" when deleted
+	Base                string
+	Draft               bool
+	Merged              bool
+	HeadSHA             string // last known head commit (kept when the branch is deleted)
+	MaintainerCanModify bool
+}
+
+// Comment is an issue comment.
+type Comment struct {
+	ID     int64
+	Author string
+	Body   string
+
+	created time.Time
+}
+
+// IssueOptions configures AddIssue.
+type IssueOptions struct {
+	Title  string
+	Body   string
+	Author string // login; created as a user if unknown
+	Labels []string
+	Closed bool
+}
+
+// PullRequestOptions configures AddPullRequest.
+type PullRequestOptions struct {
+	Title    string
+	Body     string
+	Author   string
+	Head     string // branch
+	HeadRepo *Repo  // nil = this repository; a fork for cross-repository PRs
+	Base     string // default branch when empty
+	Draft    bool
+	Closed   bool
+}
+
+func (in Issue) clone() Issue {
+	in.Labels = slices.Clone(in.Labels)
+	in.Comments = slices.Clone(in.Comments)
+	if in.PullRequest != nil {
+		pr := *in.PullRequest
+		in.PullRequest = &pr
+	}
+	return in
+}
+
+// AddIssue creates an issue as a human would and returns its number.
+func (r *Repo) AddIssue(opt IssueOptions) int {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	return r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), opt.Labels, opt.Closed, nil).Number
+}
+
+// AddPullRequest creates a pull request as a human would and returns its number.
+func (r *Repo) AddPullRequest(opt PullRequestOptions) int {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	head := opt.HeadRepo
+	if head == nil {
+		head = r
+	}
+	if opt.Base == "" {
+		opt.Base = r.DefaultBranch
+	}
+	sha, ok := head.refHash("refs/heads/" + opt.Head)
+	if !ok {
+		r.s.tb.Fatalf("githubfake: AddPullRequest: no branch %s in %s", opt.Head, head.FullName())
+	}
+	pr := &PullRequest{Head: opt.Head, HeadRepo: head.FullName(), Base: opt.Base, Draft: opt.Draft, HeadSHA: sha.String()}
+	return r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), nil, opt.Closed, pr).Number
+}
+
+func (r *Repo) newIssue(title, body string, author *Account, labels []string, closed bool, pr *PullRequest) *Issue {
+	now := r.s.now()
+	in := &Issue{ID: r.s.newID(), Number: r.nextNumber, Title: title, Body: body, State: "open", Author: author.Login, PullRequest: pr, created: now, updated: now}
+	r.nextNumber++
+	for _, l := range labels {
+		r.ensureLabel(l)
+		if !slices.Contains(in.Labels, l) {
+			in.Labels = append(in.Labels, l)
+		}
+	}
+	if closed {
+		in.State, in.closed = "closed", now
+	}
+	r.issues[in.Number] = in
+	return in
+}
+
+func (r *Repo) ensureLabel(name string) *label {
+	if l := r.labels[strings.ToLower(name)]; l != nil {
+		return l
+	}
+	l := &label{id: r.s.newID(), name: name, color: "ededed"}
+	r.labels[strings.ToLower(name)] = l
+	return l
+}
+
+// Issue returns a copy of issue or pull request n.
+func (r *Repo) Issue(n int) (Issue, bool) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil {
+		return Issue{}, false
+	}
+	return in.clone(), true
+}
+
+// Issues returns copies of all issues and pull requests, by number.
+func (r *Repo) Issues() []Issue {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	var out []Issue
+	for _, in := range r.sortedIssues() {
+		out = append(out, in.clone())
+	}
+	return out
+}
+
+// UpdateIssue edits issue or pull request n in place (state, labels,
+// draft, head, ...), as activity on GitHub would.
+func (r *Repo) UpdateIssue(n int, edit func(*Issue)) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil {
+		r.s.tb.Fatalf("githubfake: UpdateIssue: no #%d in %s", n, r.FullName())
+	}
+	edit(in)
+	for _, l := range in.Labels {
+		r.ensureLabel(l)
+	}
+	in.updated = r.s.now()
+}
+
+// AddComment adds a comment by author to issue or pull request n.
+func (r *Repo) AddComment(n int, author, body string) int64 {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil {
+		r.s.tb.Fatalf("githubfake: AddComment: no #%d in %s", n, r.FullName())
+	}
+	cm := Comment{ID: r.s.newID(), Author: r.s.account(author, "User").Login, Body: body, created: r.s.now()}
+	in.Comments = append(in.Comments, cm)
+	return cm.ID
+}
+
+// LinkIssue makes issueRepo#issue a closing reference of pull request pr in
+// owner/repo, as GraphQL closingIssuesReferences reports it.
+func (s *Server) LinkIssue(owner, repo string, pr int, issueRepo string, issue int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[strings.ToLower(owner+"/"+repo)]
+	if r == nil {
+		s.tb.Fatalf("githubfake: LinkIssue: no repository %s/%s", owner, repo)
+	}
+	r.closing[pr] = append(r.closing[pr], issueRef{repo: strings.ToLower(issueRepo), number: issue})
+}
+
+func (r *Repo) sortedIssues() []*Issue {
+	out := make([]*Issue, 0, len(r.issues))
+	for _, in := range r.issues {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
+	return out
+}
+
+// association is GitHub's author_association of login in r.
+func (r *Repo) association(login string) string {
+	if strings.EqualFold(login, r.Owner.Login) {
+		return "OWNER"
+	}
+	if _, ok := r.collaborators[strings.ToLower(login)]; ok {
+		return "COLLABORATOR"
+	}
+	return "NONE"
+}
+
+func (s *Server) labelJSON(r *Repo, name string) map[string]any {
+	l := r.ensureLabel(name)
+	return map[string]any{"id": l.id, "node_id": nodeID("LA", l.id), "url": r.api() + "/labels/" + l.name, "name": l.name, "color": l.color, "default": false, "description": nil}
+}
+
+func timeOrNil(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.Format(time.RFC3339)
+}
+
+func (s *Server) issueJSON(r *Repo, in *Issue) map[string]any {
+	labels := []any{}
+	for _, l := range in.Labels {
+		labels = append(labels, s.labelJSON(r, l))
+	}
+	url := fmt.Sprintf("%s/issues/%d", r.api(), in.Number)
+	html := fmt.Sprintf("https://github.com/%s/issues/%d", r.FullName(), in.Number)
+	if in.PullRequest != nil {
+		html = fmt.Sprintf("https://github.com/%s/pull/%d", r.FullName(), in.Number)
+	}
+	out := map[string]any{
+		"id": in.ID, "node_id": nodeID("I", in.ID), "url": url, "repository_url": r.api(),
+		"labels_url": url + "/labels{/name}", "comments_url": url + "/comments", "events_url": url + "/events",
+		"html_url": html, "number": in.Number, "state": in.State, "state_reason": nilIfEmpty(in.StateReason),
+		"title": in.Title, "body": nilIfEmpty(in.Body), "user": s.userJSON(s.accounts[strings.ToLower(in.Author)]),
+		"labels": labels, "assignee": nil, "assignees": []any{}, "milestone": nil, "locked": in.Locked,
+		"comments": len(in.Comments), "created_at": timeOrNil(in.created), "updated_at": timeOrNil(in.updated),
+		"closed_at": timeOrNil(in.closed), "author_association": r.association(in.Author),
+	}
+	if in.PullRequest != nil {
+		pr := fmt.Sprintf("%s/pulls/%d", r.api(), in.Number)
+		var merged any
+		if in.PullRequest.Merged {
+			merged = timeOrNil(in.closed)
+		}
+		out["pull_request"] = map[string]any{"url": pr, "html_url": html, "diff_url": html + ".diff", "patch_url": html + ".patch", "merged_at": merged}
+		out["draft"] = in.PullRequest.Draft
+	}
+	return out
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func (s *Server) commentJSON(r *Repo, in *Issue, cm Comment) map[string]any {
+	return map[string]any{
+		"id": cm.ID, "node_id": nodeID("IC", cm.ID), "url": fmt.Sprintf("%s/issues/comments/%d", r.api(), cm.ID),
+		"html_url":  fmt.Sprintf("https://github.com/%s/issues/%d#issuecomment-%d", r.FullName(), in.Number, cm.ID),
+		"issue_url": fmt.Sprintf("%s/issues/%d", r.api(), in.Number), "body": cm.Body,
+		"user": s.userJSON(s.accounts[strings.ToLower(cm.Author)]), "created_at": timeOrNil(cm.created),
+		"updated_at": timeOrNil(cm.created), "author_association": r.association(cm.Author),
+	}
+}
+
+// issueAccess resolves {number} with the permission GitHub asks for: issues
+// for issues, issues or pull_requests for pull requests.
+func (c *call) issueAccess(write bool) (*Repo, *Issue) {
+	lvl := Read
+	if write {
+		lvl = Write
+	}
+	r := c.repoAccess(!write, need{"issues", lvl}, need{"pull_requests", lvl})
+	if r == nil {
+		return nil, nil
+	}
+	n, _ := strconv.Atoi(c.param("number"))
+	in := r.issues[n]
+	if in == nil {
+		c.notFound()
+		return nil, nil
+	}
+	if in.PullRequest == nil && c.tok != nil && !(c.tok.inst.covers(r) && levelRank(c.tok.perms["issues"]) >= levelRank(lvl)) && (write || r.Private) {
+		c.forbidden()
+		return nil, nil
+	}
+	return r, in
+}
+
+func (s *Server) handleGetIssue(c *call) {
+	r, in := c.issueAccess(false)
+	if in == nil {
+		return
+	}
+	c.json(http.StatusOK, s.issueJSON(r, in))
+}
+
+func (s *Server) handleListIssues(c *call) {
+	r := c.repoAccess(true, need{"issues", Read}, need{"pull_requests", Read})
+	if r == nil {
+		return
+	}
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	var want []string
+	if l := q.Get("labels"); l != "" {
+		want = strings.Split(l, ",")
+	}
+	list := []any{}
+	for _, in := range r.sortedIssues() {
+		if state != "all" && in.State != state {
+			continue
+		}
+		ok := true
+		for _, l := range want {
+			ok = ok && slices.ContainsFunc(in.Labels, func(x string) bool { return strings.EqualFold(x, l) })
+		}
+		if ok {
+			list = append(list, s.issueJSON(r, in))
+		}
+	}
+	c.json(http.StatusOK, list)
+}
+
+func (s *Server) handleCreateIssue(c *call) {
+	r := c.repoAccess(false, need{"issues", Write})
+	if r == nil {
+		return
+	}
+	var req struct {
+		Title  json.RawMessage `json:"title"`
+		Body   string          `json:"body"`
+		Labels []string        `json:"labels"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	var title string
+	if json.Unmarshal(req.Title, &title) != nil || title == "" {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "Issue", "field": "title", "code": "missing_field"})
+		return
+	}
+	in := r.newIssue(title, req.Body, c.actor(), req.Labels, false, nil)
+	c.header.Set("Location", fmt.Sprintf("%s/issues/%d", r.api(), in.Number))
+	c.json(http.StatusCreated, s.issueJSON(r, in))
+}
+
+func (s *Server) handleUpdateIssue(c *call) {
+	r, in := c.issueAccess(true)
+	if in == nil {
+		return
+	}
+	var req struct {
+		Title       *string   `json:"title"`
+		Body        *string   `json:"body"`
+		State       *string   `json:"state"`
+		StateReason *string   `json:"state_reason"`
+		Labels      *[]string `json:"labels"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	if req.State != nil && *req.State != "open" && *req.State != "closed" {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "Issue", "field": "state", "code": "invalid"})
+		return
+	}
+	s.applyIssueEdit(r, in, req.Title, req.Body, req.State, req.Labels)
+	if req.StateReason != nil {
+		in.StateReason = *req.StateReason
+	}
+	c.json(http.StatusOK, s.issueJSON(r, in))
+}
+
+func (s *Server) applyIssueEdit(r *Repo, in *Issue, title, body, state *string, labels *[]string) {
+	if title != nil {
+		in.Title = *title
+	}
+	if body != nil {
+		in.Body = *body
+	}
+	if state != nil && *state != in.State {
+		in.State = *state
+		if in.State == "closed" {
+			in.closed = s.now()
+		} else {
+			in.closed = time.Time{}
+		}
+	}
+	if labels != nil {
+		in.Labels = nil
+		for _, l := range *labels {
+			r.ensureLabel(l)
+			in.Labels = append(in.Labels, l)
+		}
+	}
+	in.updated = s.now()
+}
+
+func (s *Server) handleAddLabels(c *call) {
+	r, in := c.issueAccess(true)
+	if in == nil {
+		return
+	}
+	var names []string
+	var obj struct {
+		Labels []string `json:"labels"`
+	}
+	if json.Unmarshal(c.body, &obj) == nil && obj.Labels != nil {
+		names = obj.Labels
+	} else if json.Unmarshal(c.body, &names) != nil {
+		c.fail(http.StatusBadRequest, "Problems parsing JSON")
+		return
+	}
+	for _, l := range names {
+		if !slices.ContainsFunc(in.Labels, func(x string) bool { return strings.EqualFold(x, l) }) {
+			in.Labels = append(in.Labels, r.ensureLabel(l).name)
+		}
+	}
+	in.updated = s.now()
+	c.json(http.StatusOK, s.issueLabels(r, in))
+}
+
+func (s *Server) issueLabels(r *Repo, in *Issue) []any {
+	out := []any{}
+	for _, l := range in.Labels {
+		out = append(out, s.labelJSON(r, l))
+	}
+	return out
+}
+
+func (s *Server) handleListIssueLabels(c *call) {
+	r, in := c.issueAccess(false)
+	if in == nil {
+		return
+	}
+	c.json(http.StatusOK, s.issueLabels(r, in))
+}
+
+func (s *Server) handleRemoveLabel(c *call) {
+	r, in := c.issueAccess(true)
+	if in == nil {
+		return
+	}
+	name := c.param("name")
+	i := slices.IndexFunc(in.Labels, func(x string) bool { return strings.EqualFold(x, name) })
+	if i < 0 {
+		c.fail(http.StatusNotFound, "Label does not exist")
+		return
+	}
+	in.Labels = slices.Delete(in.Labels, i, i+1)
+	c.json(http.StatusOK, s.issueLabels(r, in))
+}
+
+func (s *Server) handleListComments(c *call) {
+	r, in := c.issueAccess(false)
+	if in == nil {
+		return
+	}
+	list := []any{}
+	for _, cm := range in.Comments {
+		list = append(list, s.commentJSON(r, in, cm))
+	}
+	c.json(http.StatusOK, list)
+}
+
+func (s *Server) handleCreateComment(c *call) {
+	r, in := c.issueAccess(true)
+	if in == nil {
+		return
+	}
+	var req struct {
+		Body *string `json:"body"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	if req.Body == nil || *req.Body == "" {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "IssueComment", "field": "body", "code": "missing_field"})
+		return
+	}
+	if in.Locked {
+		c.fail(http.StatusForbidden, "Unable to create comment because issue is locked.")
+		return
+	}
+	cm := Comment{ID: s.newID(), Author: c.actor().Login, Body: *req.Body, created: s.now()}
+	in.Comments = append(in.Comments, cm)
+	c.header.Set("Location", fmt.Sprintf("%s/issues/comments/%d", r.api(), cm.ID))
+	c.json(http.StatusCreated, s.commentJSON(r, in, cm))
+}
+
+func (s *Server) findComment(r *Repo, id int64) (*Issue, int) {
+	for _, in := range r.issues {
+		for i, cm := range in.Comments {
+			if cm.ID == id {
+				return in, i
+			}
+		}
+	}
+	return nil, -1
+}
+
+func (s *Server) handleGetComment(c *call) {
+	r := c.repoAccess(true, need{"issues", Read}, need{"pull_requests", Read})
+	if r == nil {
+		return
+	}
+	id, _ := strconv.ParseInt(c.param("id"), 10, 64)
+	in, i := s.findComment(r, id)
+	if in == nil {
+		c.notFound()
+		return
+	}
+	c.json(http.StatusOK, s.commentJSON(r, in, in.Comments[i]))
+}
+
+func (s *Server) handleUpdateComment(c *call) {
+	r := c.repoAccess(false, need{"issues", Write}, need{"pull_requests", Write})
+	if r == nil {
+		return
+	}
+	id, _ := strconv.ParseInt(c.param("id"), 10, 64)
+	in, i := s.findComment(r, id)
+	if in == nil {
+		c.notFound()
+		return
+	}
+	var req struct {
+		Body string `json:"body"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	in.Comments[i].Body = req.Body
+	c.json(http.StatusOK, s.commentJSON(r, in, in.Comments[i]))
+}
+
+// --- pull requests ---
+
+func (r *Repo) prHeadRepo(pr *PullRequest) *Repo {
+	if pr.HeadRepo == "" {
+		return nil
+	}
+	return r.s.repos[strings.ToLower(pr.HeadRepo)]
+}
+
+// prHeadSHA returns the live head commit, remembering it.
+func (r *Repo) prHeadSHA(pr *PullRequest) string {
+	if hr := r.prHeadRepo(pr); hr != nil && !pr.Merged {
+		if h, ok := hr.refHash("refs/heads/" + pr.Head); ok {
+			pr.HeadSHA = h.String()
+		}
+	}
+	return pr.HeadSHA
+}
+
+func (s *Server) pullJSON(r *Repo, in *Issue) map[string]any {
+	pr := in.PullRequest
+	url := fmt.Sprintf("%s/pulls/%d", r.api(), in.Number)
+	html := fmt.Sprintf("https://github.com/%s/pull/%d", r.FullName(), in.Number)
+	branchJSON := func(repo *Repo, ref, sha string) map[string]any {
+		m := map[string]any{"ref": ref, "sha": sha, "repo": nil, "user": nil, "label": ref}
+		if repo != nil {
+			m["repo"] = s.repoJSON(repo, nil)
+			m["user"] = s.userJSON(repo.Owner)
+			m["label"] = repo.Owner.Login + ":" + ref
+		}
+		return m
+	}
+	baseSHA := ""
+	if h, ok := r.refHash("refs/heads/" + pr.Base); ok {
+		baseSHA = h.String()
+	}
+	labels := []any{}
+	for _, l := range in.Labels {
+		labels = append(labels, s.labelJSON(r, l))
+	}
+	var merged any
+	if pr.Merged {
+		merged = timeOrNil(in.closed)
+	}
+	return map[string]any{
+		"id": in.ID, "node_id": nodeID("PR", in.ID), "url": url, "html_url": html, "diff_url": html + ".diff",
+		"patch_url": html + ".patch", "issue_url": fmt.Sprintf("%s/issues/%d", r.api(), in.Number),
+		"number": in.Number, "state": in.State, "locked": in.Locked, "title": in.Title, "body": nilIfEmpty(in.Body),
+		"user": s.userJSON(s.accounts[strings.ToLower(in.Author)]), "labels": labels, "draft": pr.Draft,
+		"merged": pr.Merged, "merged_at": merged, "mergeable": nil, "created_at": timeOrNil(in.created),
+		"updated_at": timeOrNil(in.updated), "closed_at": timeOrNil(in.closed),
+		"head": branchJSON(r.prHeadRepo(pr), pr.Head, r.prHeadSHA(pr)), "base": branchJSON(r, pr.Base, baseSHA),
+		"author_association": r.association(in.Author), "maintainer_can_modify": pr.MaintainerCanModify,
+		"assignee": nil, "assignees": []any{}, "requested_reviewers": []any{}, "milestone": nil,
+		"comments": len(in.Comments), "commits": 1,
+	}
+}
+
+func (c *call) pullAccess(write bool) (*Repo, *Issue) {
+	lvl := Read
+	if write {
+		lvl = Write
+	}
+	r := c.repoAccess(!write, need{"pull_requests", lvl})
+	if r == nil {
+		return nil, nil
+	}
+	n, _ := strconv.Atoi(c.param("number"))
+	in := r.issues[n]
+	if in == nil || in.PullRequest == nil {
+		c.notFound()
+		return nil, nil
+	}
+	return r, in
+}
+
+func (s *Server) handleGetPull(c *call) {
+	r, in := c.pullAccess(false)
+	if in == nil {
+		return
+	}
+	c.json(http.StatusOK, s.pullJSON(r, in))
+}
+
+func (s *Server) handleListPulls(c *call) {
+	r := c.repoAccess(true, need{"pull_requests", Read})
+	if r == nil {
+		return
+	}
+	q := c.r.URL.Query()
+	state := q.Get("state")
+	if state == "" {
+		state = "open"
+	}
+	list := []any{}
+	for _, in := range r.sortedIssues() {
+		pr := in.PullRequest
+		if pr == nil || (state != "all" && in.State != state) {
+			continue
+		}
+		if b := q.Get("base"); b != "" && b != pr.Base {
+			continue
+		}
+		if h := q.Get("head"); h != "" {
+			owner, branch, ok := strings.Cut(h, ":")
+			hr := r.prHeadRepo(pr)
+			if !ok || hr == nil || !strings.EqualFold(hr.Owner.Login, owner) || (branch != "" && branch != pr.Head) {
+				continue
+			}
+		}
+		list = append(list, s.pullJSON(r, in))
+	}
+	c.json(http.StatusOK, list)
+}
+
+func (s *Server) handleCreatePull(c *call) {
+	r := c.repoAccess(false, need{"pull_requests", Write})
+	if r == nil {
+		return
+	}
+	var req struct {
+		Title               string `json:"title"`
+		Head                string `json:"head"`
+		HeadRepo            string `json:"head_repo"`
+		Base                string `json:"base"`
+		Body                string `json:"body"`
+		Draft               bool   `json:"draft"`
+		MaintainerCanModify *bool  `json:"maintainer_can_modify"`
+		Issue               *int   `json:"issue"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	invalid := func(field, code string) {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "PullRequest", "field": field, "code": code})
+	}
+	if req.Title == "" && req.Issue == nil {
+		invalid("title", "missing_field")
+		return
+	}
+	if req.Head == "" {
+		invalid("head", "missing_field")
+		return
+	}
+	if req.Base == "" {
+		invalid("base", "missing_field")
+		return
+	}
+	headRepo, branch := r, req.Head
+	if owner, b, ok := strings.Cut(req.Head, ":"); ok {
+		branch = b
+		headRepo = nil
+		if strings.EqualFold(owner, r.Owner.Login) {
+			headRepo = r
+		} else {
+			for _, cand := range s.sortedRepos() {
+				if strings.EqualFold(cand.Owner.Login, owner) && cand.Parent == r {
+					headRepo = cand
+					break
+				}
+			}
+		}
+	}
+	if req.HeadRepo != "" {
+		headRepo = s.repos[strings.ToLower(req.HeadRepo)]
+	}
+	if headRepo == nil {
+		invalid("head", "invalid")
+		return
+	}
+	headSHA, ok := headRepo.refHash("refs/heads/" + branch)
+	if !ok {
+		invalid("head", "invalid")
+		return
+	}
+	baseSHA, ok := r.refHash("refs/heads/" + req.Base)
+	if !ok {
+		invalid("base", "invalid")
+		return
+	}
+	for _, in := range r.issues {
+		pr := in.PullRequest
+		if pr != nil && in.State == "open" && pr.Head == branch && strings.EqualFold(pr.HeadRepo, headRepo.FullName()) && pr.Base == req.Base {
+			c.validationFailed("Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom", "message": "A pull request already exists for " + headRepo.Owner.Login + ":" + branch + "."})
+			return
+		}
+	}
+	if headSHA == baseSHA || s.isAncestorAcross(headRepo, headSHA, r, baseSHA) {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "PullRequest", "code": "custom", "message": "No commits between " + req.Base + " and " + branch})
+		return
+	}
+	pr := &PullRequest{Head: branch, HeadRepo: headRepo.FullName(), Base: req.Base, Draft: req.Draft, HeadSHA: headSHA.String()}
+	if req.MaintainerCanModify != nil {
+		pr.MaintainerCanModify = *req.MaintainerCanModify
+	}
+	in := r.newIssue(req.Title, req.Body, c.actor(), nil, false, pr)
+	c.header.Set("Location", fmt.Sprintf("%s/pulls/%d", r.api(), in.Number))
+	c.json(http.StatusCreated, s.pullJSON(r, in))
+}
+
+// isAncestorAcross reports whether head is already contained in base.
+func (s *Server) isAncestorAcross(headRepo *Repo, head plumbing.Hash, base *Repo, baseSHA plumbing.Hash) bool {
+	hc, err := object.GetCommit(headRepo.st, head)
+	if err != nil {
+		return false
+	}
+	bc, err := object.GetCommit(base.st, baseSHA)
+	if err != nil {
+		return false
+	}
+	if headRepo != base {
+		// Objects live in separate stores; compare by walking base's history.
+		found := false
+		iter := object.NewCommitPreorderIter(bc, nil, nil)
+		_ = iter.ForEach(func(c *object.Commit) error {
+			if c.Hash == hc.Hash {
+				found = true
+			}
+			return nil
+		})
+		return found
+	}
+	ok, _ := hc.IsAncestor(bc)
+	return ok
+}
+
+func (s *Server) handleUpdatePull(c *call) {
+	r, in := c.pullAccess(true)
+	if in == nil {
+		return
+	}
+	var req struct {
+		Title *string `json:"title"`
+		Body  *string `json:"body"`
+		State *string `json:"state"`
+		Base  *string `json:"base"`
+	}
+	if !c.decode(&req) {
+		return
+	}
+	if req.State != nil && *req.State != "open" && *req.State != "closed" {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "PullRequest", "field": "state", "code": "invalid"})
+		return
+	}
+	if req.Base != nil {
+		if _, ok := r.refHash("refs/heads/" + *req.Base); !ok {
+			c.validationFailed("Validation Failed", map[string]any{"resource": "PullRequest", "field": "base", "code": "invalid"})
+			return
+		}
+		in.PullRequest.Base = *req.Base
+	}
+	s.applyIssueEdit(r, in, req.Title, req.Body, req.State, nil)
+	c.json(http.StatusOK, s.pullJSON(r, in))
+}
+
+func (s *Server) handleListPullFiles(c *call) {
+	r, in := c.pullAccess(false)
+	if in == nil {
+		return
+	}
+	pr := in.PullRequest
+	hr := r.prHeadRepo(pr)
+	list := []any{}
+	baseSHA, ok1 := r.refHash("refs/heads/" + pr.Base)
+	if hr == nil || !ok1 {
+		c.json(http.StatusOK, list)
+		return
+	}
+	base, err1 := r.flatTree(baseSHA)
+	head, err2 := hr.flatTree(plumbing.NewHash(r.prHeadSHA(pr)))
+	if err1 != nil || err2 != nil {
+		c.json(http.StatusOK, list)
+		return
+	}
+	var names []string
+	for p := range base {
+		names = append(names, p)
+	}
+	for p := range head {
+		if _, ok := base[p]; !ok {
+			names = append(names, p)
+		}
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		b, inBase := base[p]
+		h, inHead := head[p]
+		status := ""
+		sha := h.hash.String()
+		switch {
+		case !inBase:
+			status = "added"
+		case !inHead:
+			status, sha = "removed", b.hash.String()
+		case b != h:
+			status = "modified"
+		}
+		if status != "" {
+			list = append(list, map[string]any{"sha": sha, "filename": p, "status": status, "additions": 0, "deletions": 0, "changes": 0})
+		}
+	}
+	c.json(http.StatusOK, list)
+}

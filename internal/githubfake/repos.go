@@ -1,0 +1,594 @@
+package githubfake
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// RepoOptions configures AddRepo.
+type RepoOptions struct {
+	Private       bool
+	DefaultBranch string            // "main" when empty
+	Files         map[string]string // initial commit on the default branch; none = empty repository
+	Fork          *Repo             // the parent when this repository is a fork
+}
+
+// Rule is one repository rule as GET /repos/{o}/{r}/rules/branches/{b}
+// reports it: Type such as "deletion", "non_fast_forward",
+// "required_linear_history", "required_signatures", "pull_request",
+// "update", "creation"; Parameters as GitHub documents them.
+type Rule struct {
+	Type       string
+	Parameters map[string]any
+}
+
+type ruleset struct {
+	id      int64
+	pattern string // fnmatch-style; "~DEFAULT_BRANCH" and "~ALL" as GitHub
+	rules   []Rule
+}
+
+// Repo is a repository backed by an in-memory git repository.
+type Repo struct {
+	s             *Server
+	ID            int64
+	Owner         *Account
+	Name          string
+	Private       bool
+	DefaultBranch string
+	Parent        *Repo
+	Deleted       bool
+
+	created       time.Time
+	st            *memory.Storage
+	verified      map[plumbing.Hash]bool // commits GitHub signed
+	collaborators map[string]string      // lower login -> role
+	issues        map[int]*Issue
+	nextNumber    int
+	labels        map[string]*label
+	protected     map[string]bool
+	rulesets      []ruleset
+	checkRuns     []*CheckRun
+	sarifs        []SARIFUpload
+	closing       map[int][]issueRef
+}
+
+type issueRef struct {
+	repo   string
+	number int
+}
+
+type label struct {
+	id    int64
+	name  string
+	color string
+}
+
+// FullName is "owner/name".
+func (r *Repo) FullName() string { return r.Owner.Login + "/" + r.Name }
+
+// AddRepo creates owner/name (the owner account is created as a user if new).
+func (s *Server) AddRepo(owner, name string, opt RepoOptions) *Repo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.repos[strings.ToLower(owner+"/"+name)] != nil {
+		s.tb.Fatalf("githubfake: AddRepo: %s/%s exists", owner, name)
+	}
+	r := &Repo{
+		s:             s,
+		ID:            s.newID(),
+		Owner:         s.account(owner, "User"),
+		Name:          name,
+		Private:       opt.Private,
+		DefaultBranch: opt.DefaultBranch,
+		Parent:        opt.Fork,
+		created:       s.now(),
+		st:            memory.NewStorage(),
+		verified:      map[plumbing.Hash]bool{},
+		collaborators: map[string]string{},
+		issues:        map[int]*Issue{},
+		nextNumber:    1,
+		labels:        map[string]*label{},
+		protected:     map[string]bool{},
+		closing:       map[int][]issueRef{},
+	}
+	if r.DefaultBranch == "" {
+		r.DefaultBranch = "main"
+	}
+	s.repos[strings.ToLower(r.FullName())] = r
+	if opt.Fork != nil {
+		// A fork starts with the parent's objects and branches.
+		if err := copyStorage(opt.Fork.st, r.st); err != nil {
+			s.tb.Fatalf("githubfake: fork: %v", err)
+		}
+	}
+	if len(opt.Files) > 0 {
+		if _, err := r.commitFiles(r.DefaultBranch, opt.Files, "Initial commit", r.Owner); err != nil {
+			s.tb.Fatalf("githubfake: AddRepo: %v", err)
+		}
+	}
+	return r
+}
+
+// Repo returns owner/name or nil.
+func (s *Server) Repo(owner, name string) *Repo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.repos[strings.ToLower(owner+"/"+name)]
+}
+
+func (s *Server) repoByID(id int64) *Repo {
+	for _, r := range s.repos {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+func (s *Server) sortedRepos() []*Repo {
+	out := make([]*Repo, 0, len(s.repos))
+	for _, r := range s.repos {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (s *Server) sortedInstallations() []*Installation {
+	out := make([]*Installation, 0, len(s.installations))
+	for _, in := range s.installations {
+		out = append(out, in)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Rename renames the repository (old URLs stop resolving).
+func (r *Repo) Rename(name string) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	delete(r.s.repos, strings.ToLower(r.FullName()))
+	r.rekeyInstallations(func() { r.Name = name })
+}
+
+// Transfer moves the repository to another account.
+func (r *Repo) Transfer(owner string) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	delete(r.s.repos, strings.ToLower(r.FullName()))
+	r.rekeyInstallations(func() { r.Owner = r.s.account(owner, "User") })
+}
+
+func (r *Repo) rekeyInstallations(change func()) {
+	old := strings.ToLower(r.FullName())
+	change()
+	for _, in := range r.s.installations {
+		for i, n := range in.Repos {
+			if n == old {
+				in.Repos[i] = strings.ToLower(r.FullName())
+			}
+		}
+	}
+	r.s.repos[strings.ToLower(r.FullName())] = r
+}
+
+// SetPrivate changes the visibility.
+func (r *Repo) SetPrivate(private bool) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.Private = private
+}
+
+// SetDefaultBranch changes the default branch (it need not exist).
+func (r *Repo) SetDefaultBranch(branch string) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.DefaultBranch = branch
+}
+
+// Delete removes the repository.
+func (r *Repo) Delete() {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.Deleted = true
+	delete(r.s.repos, strings.ToLower(r.FullName()))
+}
+
+// Protect turns classic branch protection on for branch.
+func (r *Repo) Protect(branch string) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.protected[branch] = true
+}
+
+// Unprotect removes classic branch protection from branch.
+func (r *Repo) Unprotect(branch string) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	delete(r.protected, branch)
+}
+
+// SetRules adds a ruleset applying rules to branches matching pattern
+// (fnmatch-style, "~DEFAULT_BRANCH", "~ALL"). Rules are also enforced on
+// ref writes and createCommitOnBranch.
+func (s *Server) SetRules(owner, repo, pattern string, rules []Rule) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[strings.ToLower(owner+"/"+repo)]
+	if r == nil {
+		s.tb.Fatalf("githubfake: SetRules: no repository %s/%s", owner, repo)
+	}
+	r.rulesets = append(r.rulesets, ruleset{id: s.newID(), pattern: pattern, rules: rules})
+}
+
+// SetPermission sets login's role on owner/repo: admin, maintain, write,
+// triage, read or none.
+func (s *Server) SetPermission(owner, repo, login, role string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.repos[strings.ToLower(owner+"/"+repo)]
+	if r == nil {
+		s.tb.Fatalf("githubfake: SetPermission: no repository %s/%s", owner, repo)
+	}
+	switch role {
+	case "admin", "maintain", "write", "triage", "read":
+		s.account(login, "User")
+		r.collaborators[strings.ToLower(login)] = role
+	case "none", "":
+		delete(r.collaborators, strings.ToLower(login))
+	default:
+		s.tb.Fatalf("githubfake: SetPermission: unknown role %q", role)
+	}
+}
+
+func (s *Server) userJSON(a *Account) map[string]any {
+	if a == nil {
+		return nil
+	}
+	return map[string]any{
+		"login":       a.Login,
+		"id":          a.ID,
+		"node_id":     nodeID("U", a.ID),
+		"avatar_url":  fmt.Sprintf("https://avatars.githubusercontent.com/u/%d?v=4", a.ID),
+		"gravatar_id": "",
+		"url":         s.URL + "/users/" + a.Login,
+		"html_url":    "https://github.com/" + a.Login,
+		"type":        a.Type,
+		"site_admin":  false,
+	}
+}
+
+func nodeID(prefix string, id int64) string {
+	return prefix + "_" + base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf("%012d", id)))
+}
+
+// repoJSON renders a repository; perms is the caller's role (nil: omitted).
+func (s *Server) repoJSON(r *Repo, perms map[string]bool) map[string]any {
+	vis := "public"
+	if r.Private {
+		vis = "private"
+	}
+	api := s.URL + "/repos/" + r.FullName()
+	out := map[string]any{
+		"id":                r.ID,
+		"node_id":           nodeID("R", r.ID),
+		"name":              r.Name,
+		"full_name":         r.FullName(),
+		"owner":             s.userJSON(r.Owner),
+		"private":           r.Private,
+		"visibility":        vis,
+		"html_url":          "https://github.com/" + r.FullName(),
+		"description":       nil,
+		"fork":              r.Parent != nil,
+		"url":               api,
+		"git_refs_url":      api + "/git/refs{/sha}",
+		"pulls_url":         api + "/pulls{/number}",
+		"issues_url":        api + "/issues{/number}",
+		"clone_url":         "https://github.com/" + r.FullName() + ".git",
+		"default_branch":    r.DefaultBranch,
+		"archived":          false,
+		"disabled":          false,
+		"has_issues":        true,
+		"created_at":        r.created.Format(time.RFC3339),
+		"updated_at":        r.created.Format(time.RFC3339),
+		"pushed_at":         r.created.Format(time.RFC3339),
+		"size":              0,
+		"open_issues_count": r.openIssues(),
+	}
+	if perms != nil {
+		out["permissions"] = perms
+	}
+	if r.Parent != nil {
+		out["parent"] = s.repoJSON(r.Parent, nil)
+		out["source"] = out["parent"]
+	}
+	return out
+}
+
+func (r *Repo) openIssues() int {
+	n := 0
+	for _, i := range r.issues {
+		if i.State == "open" {
+			n++
+		}
+	}
+	return n
+}
+
+func (s *Server) handleGetRepo(c *call) {
+	r := c.repoAccess(true, need{"metadata", Read})
+	if r == nil {
+		return
+	}
+	var perms map[string]bool
+	if c.tok != nil {
+		// What an installation token sees for itself.
+		w := levelRank(c.tok.perms["contents"]) >= levelRank(Write)
+		perms = map[string]bool{"admin": false, "maintain": false, "push": w, "triage": w, "pull": true}
+	}
+	c.json(http.StatusOK, s.repoJSON(r, perms))
+}
+
+// handleCollaboratorPermission is GET /repos/{o}/{r}/collaborators/{u}/permission.
+// permission keeps the legacy vocabulary: maintain reads as "write", triage
+// as "read"; role_name has the real role.
+func (s *Server) handleCollaboratorPermission(c *call) {
+	r := c.repoAccess(false, need{"metadata", Read})
+	if r == nil {
+		return
+	}
+	a := s.accounts[strings.ToLower(c.param("user"))]
+	if a == nil {
+		c.notFound()
+		return
+	}
+	role := r.collaborators[strings.ToLower(a.Login)]
+	if strings.EqualFold(a.Login, r.Owner.Login) && a.Type == "User" {
+		role = "admin"
+	}
+	legacy := map[string]string{"admin": "admin", "maintain": "write", "write": "write", "triage": "read", "read": "read", "": "none"}[role]
+	if role == "" && !r.Private {
+		// Anyone can read a public repository.
+		legacy, role = "read", "read"
+	}
+	roleName := role
+	if roleName == "" {
+		roleName = "none"
+	}
+	user := s.userJSON(a)
+	user["permissions"] = map[string]bool{
+		"admin": role == "admin", "maintain": levelOf(role) >= 4, "push": levelOf(role) >= 3,
+		"triage": levelOf(role) >= 2, "pull": levelOf(role) >= 1,
+	}
+	user["role_name"] = roleName
+	c.json(http.StatusOK, map[string]any{"permission": legacy, "role_name": roleName, "user": user})
+}
+
+func levelOf(role string) int {
+	return map[string]int{"read": 1, "triage": 2, "write": 3, "maintain": 4, "admin": 5}[role]
+}
+
+func (s *Server) handleGetBranch(c *call) {
+	r := c.repoAccess(true, need{"metadata", Read}, need{"contents", Read})
+	if r == nil {
+		return
+	}
+	b := c.param("branch")
+	h, ok := r.refHash("refs/heads/" + b)
+	if !ok {
+		c.fail(http.StatusNotFound, "Branch not found")
+		return
+	}
+	api := s.URL + "/repos/" + r.FullName()
+	c.json(http.StatusOK, map[string]any{
+		"name":      b,
+		"commit":    map[string]any{"sha": h.String(), "url": api + "/commits/" + h.String(), "commit": r.commitJSON(h)},
+		"protected": r.protected[b],
+		"protection": map[string]any{
+			"enabled":                r.protected[b],
+			"required_status_checks": map[string]any{"enforcement_level": "off", "contexts": []string{}, "checks": []any{}},
+		},
+		"protection_url": api + "/branches/" + b + "/protection",
+		"_links":         map[string]any{"self": api + "/branches/" + b, "html": "https://github.com/" + r.FullName() + "/tree/" + b},
+	})
+}
+
+func (s *Server) handleGetProtection(c *call) {
+	r := c.repoAccess(false, need{"administration", Read})
+	if r == nil {
+		return
+	}
+	b := c.param("branch")
+	if _, ok := r.refHash("refs/heads/" + b); !ok {
+		c.fail(http.StatusNotFound, "Branch not found")
+		return
+	}
+	if !r.protected[b] {
+		c.fail(http.StatusNotFound, "Branch not protected")
+		return
+	}
+	off := map[string]any{"enabled": false}
+	url := s.URL + "/repos/" + r.FullName() + "/branches/" + b + "/protection"
+	c.json(http.StatusOK, map[string]any{
+		"url":                              url,
+		"required_signatures":              map[string]any{"url": url + "/required_signatures", "enabled": false},
+		"enforce_admins":                   map[string]any{"url": url + "/enforce_admins", "enabled": false},
+		"required_linear_history":          off,
+		"allow_force_pushes":               off,
+		"allow_deletions":                  off,
+		"block_creations":                  off,
+		"required_conversation_resolution": off,
+		"lock_branch":                      off,
+		"allow_fork_syncing":               off,
+	})
+}
+
+// rulesFor returns the rules applying to branch, each with its ruleset.
+func (r *Repo) rulesFor(branch string) []map[string]any {
+	out := []map[string]any{}
+	for _, rs := range r.rulesets {
+		if !r.patternMatches(rs.pattern, branch) {
+			continue
+		}
+		for _, rule := range rs.rules {
+			m := map[string]any{
+				"type":                rule.Type,
+				"ruleset_source_type": "Repository",
+				"ruleset_source":      r.FullName(),
+				"ruleset_id":          rs.id,
+			}
+			if rule.Parameters != nil {
+				m["parameters"] = rule.Parameters
+			}
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func (r *Repo) hasRule(branch, typ string) bool {
+	for _, m := range r.rulesFor(branch) {
+		if m["type"] == typ {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Repo) patternMatches(pattern, branch string) bool {
+	pattern = strings.TrimPrefix(pattern, "refs/heads/")
+	switch pattern {
+	case "~ALL":
+		return true
+	case "~DEFAULT_BRANCH":
+		return branch == r.DefaultBranch
+	}
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(pattern); i++ {
+		switch {
+		case strings.HasPrefix(pattern[i:], "**"):
+			b.WriteString(".*")
+			i++
+		case pattern[i] == '*':
+			b.WriteString("[^/]*")
+		case pattern[i] == '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(pattern[i : i+1]))
+		}
+	}
+	b.WriteString("$")
+	ok, _ := regexp.MatchString(b.String(), branch)
+	return ok
+}
+
+func (s *Server) handleGetBranchRules(c *call) {
+	r := c.repoAccess(true, need{"metadata", Read})
+	if r == nil {
+		return
+	}
+	c.json(http.StatusOK, r.rulesFor(c.param("branch")))
+}
+
+// handleGetContents serves files (base64) and directory listings.
+func (s *Server) handleGetContents(c *call) {
+	r := c.repoAccess(true, need{"contents", Read})
+	if r == nil {
+		return
+	}
+	ref := c.r.URL.Query().Get("ref")
+	if ref == "" {
+		ref = r.DefaultBranch
+	}
+	p := strings.Trim(c.param("path"), "/")
+	commit, ok := r.resolve(ref)
+	if !ok {
+		c.fail(http.StatusNotFound, "No commit found for the ref "+ref)
+		return
+	}
+	files, err := r.flatTree(commit)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, err.Error())
+		return
+	}
+	api := s.URL + "/repos/" + r.FullName() + "/contents/"
+	if e, ok := files[p]; ok && e.mode != filemode.Submodule {
+		data, err := r.blob(e.hash)
+		if err != nil {
+			c.notFound()
+			return
+		}
+		c.json(http.StatusOK, map[string]any{
+			"type": "file", "encoding": "base64", "size": len(data), "name": pathBase(p), "path": p,
+			"content": wrap76(base64.StdEncoding.EncodeToString(data)), "sha": e.hash.String(),
+			"url": api + p + "?ref=" + ref, "git_url": s.URL + "/repos/" + r.FullName() + "/git/blobs/" + e.hash.String(),
+			"html_url": "https://github.com/" + r.FullName() + "/blob/" + ref + "/" + p, "download_url": nil,
+		})
+		return
+	}
+	// Directory listing.
+	var list []any
+	seen := map[string]bool{}
+	prefix := p + "/"
+	if p == "" {
+		prefix = ""
+	}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		rest := name[len(prefix):]
+		first, _, isDir := strings.Cut(rest, "/")
+		if seen[first] {
+			continue
+		}
+		seen[first] = true
+		typ := "file"
+		if isDir {
+			typ = "dir"
+		}
+		list = append(list, map[string]any{"type": typ, "name": first, "path": prefix + first, "url": api + prefix + first})
+	}
+	if list == nil {
+		c.notFound()
+		return
+	}
+	c.json(http.StatusOK, list)
+}
+
+func pathBase(p string) string {
+	if i := strings.LastIndex(p, "/"); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+// wrap76 splits base64 into lines as GitHub's contents API does.
+func wrap76(s string) string {
+	var b strings.Builder
+	for len(s) > 60 {
+		b.WriteString(s[:60])
+		b.WriteByte('\n')
+		s = s[60:]
+	}
+	b.WriteString(s)
+	b.WriteByte('\n')
+	return b.String()
+}
