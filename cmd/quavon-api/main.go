@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -51,14 +52,29 @@ func run(ctx context.Context, environ []string, logOut io.Writer, ready chan<- s
 		return err
 	}
 	defer db.Close()
+	secrets := map[api.AppKind][]byte{}
+	for kind, file := range map[api.AppKind]string{api.AppReview: cfg.API.ReviewWebhookSecretFile, api.AppFixer: cfg.API.FixerWebhookSecretFile} {
+		if file == "" {
+			continue
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("webhook secret of the %s app: %w", kind, err)
+		}
+		if s := strings.TrimRight(string(b), "\r\n"); len(s) >= 16 {
+			secrets[kind] = []byte(s)
+		} else {
+			return fmt.Errorf("webhook secret of the %s app: want at least 16 characters", kind)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{
-		Handler:           (&api.Server{DB: db, Log: log}).Handler(),
+		Handler:           (&api.Server{DB: db, Log: log, WebhookSecrets: secrets}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
+		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
 		WriteTimeout:      30 * time.Second,
 		MaxHeaderBytes:    32 << 10,
 	}

@@ -25,6 +25,9 @@ type Server struct {
 	DB  *postgres.DB
 	Log *slog.Logger
 	Now func() time.Time
+	// WebhookSecrets are the GitHub Apps' webhook secrets; an app without
+	// one has no webhook endpoint (404).
+	WebhookSecrets map[AppKind][]byte
 }
 
 // MaxBodyBytes caps a request body.
@@ -36,6 +39,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	mux.Handle("GET /api/v1/repos/{owner}/{repo}/policy", s.authed(s.getPolicy))
 	mux.Handle("PUT /api/v1/repos/{owner}/{repo}/policy", s.authed(s.putPolicy))
+	mux.HandleFunc("POST /webhooks/github/{app}", s.webhook)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errNotFound)
 	})
@@ -51,6 +55,8 @@ var (
 	errPreconditionRequired = errors.New("precondition required")
 	errTooLarge             = errors.New("too large")
 	errMediaType            = errors.New("unsupported media type")
+	errBadSignature         = errors.New("bad webhook signature")
+	errBadRequest           = errors.New("bad request")
 )
 
 type errorBody struct {
@@ -65,6 +71,10 @@ func errorOf(err error) (int, errorBody) {
 	switch {
 	case errors.Is(err, errUnauthenticated), errors.Is(err, auth.ErrInvalidToken):
 		return http.StatusUnauthorized, errorBody{Code: "unauthenticated", Message: "a valid API token is required (Authorization: Bearer qvn_…)"}
+	case errors.Is(err, errBadSignature):
+		return http.StatusUnauthorized, errorBody{Code: "bad_signature", Message: "X-Hub-Signature-256 does not match the body"}
+	case errors.Is(err, errBadRequest):
+		return http.StatusBadRequest, errorBody{Code: "bad_request", Message: "the request is malformed"}
 	case errors.Is(err, errForbidden):
 		return http.StatusForbidden, errorBody{Code: "forbidden", Message: "this needs the repo:manage role on the repository"}
 	case errors.Is(err, errNotFound):
@@ -88,7 +98,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if status == http.StatusInternalServerError && s.Log != nil {
 		s.Log.Error("api", slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.String("error", err.Error()))
 	}
-	if status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized && !errors.Is(err, errBadSignature) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="quavon"`)
 	}
 	writeJSON(w, status, map[string]errorBody{"error": body})

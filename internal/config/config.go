@@ -71,6 +71,9 @@ func (d Database) Password() (string, error) {
 // API settings of quavon-api.
 type API struct {
 	Listen string
+	// ReviewWebhookSecretFile and FixerWebhookSecretFile hold the GitHub
+	// Apps' webhook secrets.
+	ReviewWebhookSecretFile, FixerWebhookSecretFile string
 }
 
 // Egress settings of quavon-sandbox-egress.
@@ -173,7 +176,8 @@ var known = map[string]string{
 // secretNames are refused outright: their _FILE form must be used.
 var secretNames = []string{
 	"QUAVON_SANDBOX_SIGNING_KEY", "QUAVON_SANDBOX_PREVIOUS_KEYS", "QUAVON_VALKEY_PASSWORD",
-	"QUAVON_ENCRYPTION_KEY", "QUAVON_DATABASE_PASSWORD",
+	"QUAVON_ENCRYPTION_KEY", "QUAVON_DATABASE_PASSWORD", "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET",
+	"QUAVON_GITHUB_FIXER_WEBHOOK_SECRET",
 }
 
 // Load reads environ (os.Environ() form) and validates it. Every problem is
@@ -317,7 +321,8 @@ func Load(environ []string) (Config, error) {
 			errs = append(errs, errors.New("QUAVON_DATABASE_URL holds a password: put it in the file named by QUAVON_DATABASE_PASSWORD_FILE"))
 		}
 	}
-	c.API = API{Listen: vals["QUAVON_API_LISTEN"]}
+	c.API = API{Listen: vals["QUAVON_API_LISTEN"], ReviewWebhookSecretFile: vals["QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE"],
+		FixerWebhookSecretFile: vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"]}
 	if n, err := strconv.Atoi(vals["QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY"]); err != nil || n < 1 || n > 100000 {
 		errs = append(errs, errors.New("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY: want 1..100000"))
 	} else {
