@@ -86,7 +86,7 @@
 // U+200B–U+200D, U+2060–U+2064, U+FEFF) are refused in added lines; the
 // one exception is U+FEFF as the first character of a file (a UTF-8 byte
 // order mark). Removed lines are not checked: removing such a character is
-// fine. The secret scan (SecretScanner, in production *secret.Scanner:
+// fine. The secret scan (SecretScanner, in production *leaks.Scanner:
 // gitleaks' default rules used as a library plus secret.Find's patterns)
 // runs over the added lines of each file; any hit rejects.
 //

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/quavon/quavon/internal/secret"
+	"github.com/quavon/quavon/internal/secret/leaks"
 )
 
 // gitBin fails the test when git is missing: the round-trip tests are the
@@ -264,9 +264,9 @@ func randToken(t testing.TB, alphabet string, n int) string {
 
 const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-var scannerOnce = sync.OnceValues(secret.NewScanner)
+var scannerOnce = sync.OnceValues(leaks.NewScanner)
 
-func testScanner(t testing.TB) *secret.Scanner {
+func testScanner(t testing.TB) *leaks.Scanner {
 	t.Helper()
 	s, err := scannerOnce()
 	if err != nil {

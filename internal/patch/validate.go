@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/quavon/quavon/internal/secret"
+	"github.com/quavon/quavon/internal/secret/leaks"
 )
 
 // Patch and content rules (ValidatePatch; the overlay checks the ones it
@@ -70,14 +71,14 @@ func (e *RejectedError) Has(path string, rule Rule) bool {
 	return false
 }
 
-// SecretScanner finds secrets in text; *secret.Scanner is the production
+// SecretScanner finds secrets in text; *leaks.Scanner is the production
 // implementation (gitleaks' default rules plus Quavon's patterns). It must
 // be safe for concurrent use: ValidatePatch scans files in parallel.
 type SecretScanner interface {
 	ScanFile(path, text string) []secret.Match
 }
 
-var _ SecretScanner = (*secret.Scanner)(nil)
+var _ SecretScanner = (*leaks.Scanner)(nil)
 
 // ValidatePatch checks a patch against a fresh listing of its base commit
 // and returns nil, a *RejectedError listing every violation, or another

@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/quavon/quavon/internal/secret"
+	"github.com/quavon/quavon/internal/secret/leaks"
 )
 
 var validateBase = map[string]MapFile{
@@ -137,7 +137,7 @@ func gitleaksKey(t testing.TB) string {
 	for range 100 {
 		k := randToken(t, alnum, 32)
 		for _, m := range testScanner(t).Scan("const apiKey = \"" + k + "\"\n") {
-			if strings.HasPrefix(m.Rule, secret.GitleaksRulePrefix) {
+			if strings.HasPrefix(m.Rule, leaks.GitleaksRulePrefix) {
 				return k
 			}
 		}

@@ -1,7 +1,13 @@
-package secret
+// Package leaks is secret detection with gitleaks' detector used as a
+// library plus Quavon's own patterns (package secret). It lives apart from
+// package secret because gitleaks pulls in a large dependency tree
+// (viper, sprig, archive readers) that the sandbox runner and the egress
+// proxy, which use package secret, must not link.
+package leaks
 
 import (
 	"fmt"
+	"github.com/quavon/quavon/internal/secret"
 	"sort"
 	"strings"
 
@@ -84,18 +90,18 @@ func newDetector(cfg config.Config) *detect.Detector {
 
 // Scan returns every secret found in text by gitleaks' content rules or by
 // Find, ordered by position. It never returns the secret itself.
-func (s *Scanner) Scan(text string) []Match {
+func (s *Scanner) Scan(text string) []secret.Match {
 	return s.scan("", text)
 }
 
 // ScanFile is Scan plus gitleaks' rules that apply only to files whose name
 // matches the rule (path is the file's repository path).
-func (s *Scanner) ScanFile(path, text string) []Match {
+func (s *Scanner) ScanFile(path, text string) []secret.Match {
 	return s.scan(path, text)
 }
 
-func (s *Scanner) scan(path, text string) []Match {
-	out := Find(text)
+func (s *Scanner) scan(path, text string) []secret.Match {
+	out := secret.Find(text)
 	if text == "" {
 		return out
 	}
@@ -122,7 +128,7 @@ func (s *Scanner) scan(path, text string) []Match {
 // occurrence of the matched text at or after the start of the reported line
 // (gitleaks reports lines and columns, and matches found after decoding
 // are not in text at all: those cover their line).
-func gitleaksMatch(text, rule string, line int, match string) Match {
+func gitleaksMatch(text, rule string, line int, match string) secret.Match {
 	lineStart := 0
 	for i := 0; i < line && lineStart < len(text); i++ {
 		nl := strings.IndexByte(text[lineStart:], '\n')
@@ -131,7 +137,7 @@ func gitleaksMatch(text, rule string, line int, match string) Match {
 		}
 		lineStart += nl + 1
 	}
-	m := Match{Rule: GitleaksRulePrefix + rule}
+	m := secret.Match{Rule: GitleaksRulePrefix + rule}
 	if match != "" {
 		if i := strings.Index(text[lineStart:], match); i >= 0 {
 			m.Start, m.End = lineStart+i, lineStart+i+len(match)

@@ -1,8 +1,9 @@
-package secret
+package leaks
 
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"github.com/quavon/quavon/internal/secret"
 	"strings"
 	"sync"
 	"testing"
@@ -73,7 +74,7 @@ func newTestScanner(t testing.TB) *Scanner {
 	return s
 }
 
-func hasRule(ms []Match, rule string) bool {
+func hasRule(ms []secret.Match, rule string) bool {
 	for _, m := range ms {
 		if m.Rule == rule {
 			return true
@@ -82,7 +83,7 @@ func hasRule(ms []Match, rule string) bool {
 	return false
 }
 
-func hasGitleaks(ms []Match) bool {
+func hasGitleaks(ms []secret.Match) bool {
 	for _, m := range ms {
 		if strings.HasPrefix(m.Rule, GitleaksRulePrefix) {
 			return true
