@@ -10,6 +10,7 @@ import (
 
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/secret"
+	"github.com/quavon/quavon/internal/secret/leaks"
 )
 
 // patchBench is a 5,000-file base and a 10-file, 300-changed-line patch
@@ -105,7 +106,7 @@ func (nopScanner) ScanFile(string, string) []secret.Match { return nil }
 // Go code does on every other line.
 func BenchmarkValidatePatch(b *testing.B) {
 	pb := newPatchBench(b)
-	sc, err := secret.NewScanner()
+	sc, err := leaks.NewScanner()
 	if err != nil {
 		b.Fatal(err)
 	}
