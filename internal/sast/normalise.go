@@ -25,6 +25,9 @@ type Input struct {
 	// Source returns the head-version content of a file, for fingerprints;
 	// nil, or false, falls back to the finding's message.
 	Source func(path string) ([]byte, bool)
+	// Expected are the tools the job asked for; one the manifest leaves
+	// out is reported failed, never as a tool without findings.
+	Expected []Tool
 }
 
 // Options tunes Normalise.
@@ -69,8 +72,9 @@ type Report struct {
 //
 //  1. each tool keeps the manifest's status, except that a tool with
 //     status ok whose report is missing or does not parse becomes failed;
-//     unknown tools and repeated entries are dropped; tool errors found
-//     in a report go to ToolRun.Errors;
+//     unknown tools and repeated entries are dropped; an expected tool the
+//     manifest leaves out is failed; tool errors found in a report go to
+//     ToolRun.Errors;
 //  2. every finding gets a fingerprint (see fingerprint);
 //  3. findings whose lines do not meet a changed range of their file,
 //     widened by ContextLines, are counted in OutsideChange and dropped;
@@ -111,6 +115,12 @@ func Normalise(in Input, opt Options) Report {
 			}
 		}
 		rep.Tools = append(rep.Tools, run)
+	}
+	for _, t := range in.Expected {
+		if t.Valid() && !seenTool[t] {
+			seenTool[t] = true
+			rep.Tools = append(rep.Tools, ToolRun{Tool: t, Status: StatusFailed, Error: "the driver's manifest does not mention this tool"})
+		}
 	}
 
 	seen := map[string]bool{}

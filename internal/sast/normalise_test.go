@@ -195,6 +195,22 @@ func TestNormaliseStatuses(t *testing.T) {
 	}
 }
 
+// A tool the job asked for that the manifest leaves out is failed, not a
+// tool without findings.
+func TestNormaliseExpectedToolMissingFromManifest(t *testing.T) {
+	t.Parallel()
+	raw := ruffReport(t, rf{code: "S101", file: "a.py", line: 1})
+	rep := Normalise(Input{
+		Manifest: Manifest{Root: fixtureRoot, Tools: []ToolRun{{Tool: ToolRuff, Status: StatusOK}}},
+		Outputs:  map[Tool][]byte{ToolRuff: raw},
+		Changed:  ChangedLines{"a.py": {{1, 1}}},
+		Expected: []Tool{ToolRuff, ToolGitleaks},
+	}, Options{})
+	if len(rep.Tools) != 2 || rep.Tools[1].Tool != ToolGitleaks || rep.Tools[1].Status != StatusFailed || rep.Tools[1].Error == "" {
+		t.Fatalf("tools %+v", rep.Tools)
+	}
+}
+
 // TestNormaliseFilter: changed ranges, the context on both sides, context
 // 0, files not in the diff and deleted files.
 func TestNormaliseFilter(t *testing.T) {

@@ -144,7 +144,7 @@ func Run(ctx context.Context, client *sandbox.Client, plan *Plan, opt Options) (
 	// The manifest's Root is sandbox output: the host uses its own.
 	cache := map[string][]byte{}
 	rep := sast.Normalise(sast.Input{
-		Manifest: m, Outputs: outputs, Root: SandboxSourceRoot, Changed: plan.Changed,
+		Manifest: m, Outputs: outputs, Root: SandboxSourceRoot, Changed: plan.Changed, Expected: toolsOf(opt),
 		Source: func(p string) ([]byte, bool) {
 			if data, ok := cache[p]; ok {
 				return data, data != nil
