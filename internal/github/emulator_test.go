@@ -156,6 +156,16 @@ func TestEmulatorMintRefusals(t *testing.T) {
 	if _, err := app.Token(ctx, evil.ID, "acme/app", github.FixerPermissions()); !errors.Is(err, github.ErrTokenMismatch) {
 		t.Errorf("token for evil/app accepted as acme/app: %v", err)
 	}
+	// The refused token was revoked with itself: the emulator dropped it.
+	var revoked []githubfake.Request
+	for _, r := range srv.Requests() {
+		if r.Method == http.MethodDelete && r.Path == "/installation/token" {
+			revoked = append(revoked, r)
+		}
+	}
+	if len(revoked) != 1 || revoked[0].TokenKind != githubfake.TokenInstallation || revoked[0].InstallationID != evil.ID || revoked[0].Status != http.StatusNoContent {
+		t.Errorf("refused token not revoked: %+v", revoked)
+	}
 	srv.SetSuspended(evil, true)
 	if _, err := app.Token(ctx, evil.ID, "evil/app", github.FixerPermissions()); !errors.Is(err, github.ErrForbidden) {
 		t.Errorf("suspended installation: %v", err)

@@ -9,10 +9,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/http/httputil"
 	"strings"
 	"testing"
 
@@ -358,44 +354,36 @@ func TestReviewerSARIFSizeCheckedBeforeSending(t *testing.T) {
 	}
 }
 
-// TestReviewerCreateReviewIsComment checks the review request shape; the
-// emulator has no reviews endpoint, so that route is served here and the
-// rest proxied to it.
+// TestReviewerCreateReviewIsComment posts a review through the emulator's
+// reviews endpoint and checks what GitHub would hold: a COMMENT review (never
+// an approval or a change request) on the given commit, with its line
+// comment on the right side.
 func TestReviewerCreateReviewIsComment(t *testing.T) {
 	t.Parallel()
 	srv := githubfake.New(t)
 	repo := srv.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"a.go": "a"}})
+	head := repo.Commit("feature", map[string]string{"a.go": "b\n"}, "change a.go")
+	n := repo.AddPullRequest(githubfake.PullRequestOptions{Title: "change", Author: "alice", Head: "feature"})
 	ra := srv.RegisterApp("quavon-review")
 	in := srv.Install(ra, "acme", map[string]string{"pull_requests": "write", "issues": "write", "checks": "write"})
-	var got map[string]any
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /repos/acme/app/pulls/{n}/reviews", func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &got)
-		w.WriteHeader(http.StatusOK)
-		_, _ = w.Write([]byte(`{"id":99,"state":"COMMENTED"}`))
-	})
-	target := mustURL(t, srv.URL)
-	mux.Handle("/", httputil.NewSingleHostReverseProxy(target))
-	front := httptest.NewServer(mux)
-	t.Cleanup(front.Close)
-	app, err := github.NewApp(github.AppConfig{ID: ra.ID, PrivateKeyPEM: ra.PrivateKeyPEM, APIURL: front.URL + "/", GraphQLURL: front.URL + "/graphql", Now: srv.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
+	app, _ := newClientApp(t, srv, ra)
 	rv, err := writer.NewReviewer(context.Background(), app, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := rv.CreateReview(context.Background(), 3, repo.Ref("main"), "summary", []writer.ReviewComment{{Path: "a.go", Line: 1, Body: "nit"}})
-	if err != nil || id != 99 {
-		t.Fatalf("%d %v", id, err)
+	id, err := rv.CreateReview(context.Background(), n, head, "summary", []writer.ReviewComment{{Path: "a.go", Line: 1, Body: "nit"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got["event"] != "COMMENT" || got["commit_id"] != repo.Ref("main") {
-		t.Fatalf("review request %v", got)
+	got := repo.Reviews(n)
+	if len(got) != 1 {
+		t.Fatalf("reviews %+v", got)
 	}
-	comments, _ := got["comments"].([]any)
-	if len(comments) != 1 || comments[0].(map[string]any)["side"] != "RIGHT" {
-		t.Fatalf("comments %v", got["comments"])
+	r := got[0]
+	if r.ID != id || r.State != githubfake.ReviewCommented || r.CommitID != head || r.Body != "summary" || r.Author != "quavon-review[bot]" {
+		t.Fatalf("review %+v, want a COMMENT on %s", r, head)
+	}
+	if len(r.Comments) != 1 || r.Comments[0] != (githubfake.ReviewComment{Path: "a.go", Line: 1, Side: "RIGHT", Body: "nit"}) {
+		t.Fatalf("comments %+v", r.Comments)
 	}
 }

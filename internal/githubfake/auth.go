@@ -180,10 +180,7 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 		created:     s.now(),
 	}
 	if len(repos) > 0 {
-		in.Repos = []string{}
-		for _, r := range repos {
-			in.Repos = append(in.Repos, strings.ToLower(r))
-		}
+		in.Repos = lowerNames(repos)
 	}
 	s.installations[in.ID] = in
 	return in
@@ -219,10 +216,16 @@ func (s *Server) SetInstallationRepos(in *Installation, repos []string) {
 		in.Repos = nil
 		return
 	}
-	in.Repos = []string{}
+	in.Repos = lowerNames(repos)
+}
+
+// lowerNames keys "owner/name" repository names as the emulator stores them.
+func lowerNames(repos []string) []string {
+	out := make([]string, 0, len(repos))
 	for _, r := range repos {
-		in.Repos = append(in.Repos, strings.ToLower(r))
+		out = append(out, strings.ToLower(r))
 	}
+	return out
 }
 
 // InstallationToken mints a token directly, as the access_tokens endpoint
@@ -459,10 +462,6 @@ func (c *call) requireJWT() bool {
 	if c.kind == TokenJWT {
 		return true
 	}
-	if c.kind == TokenNone {
-		c.fail(http.StatusUnauthorized, "A JSON web token could not be decoded")
-		return false
-	}
 	c.fail(http.StatusUnauthorized, "A JSON web token could not be decoded")
 	return false
 }
@@ -507,17 +506,25 @@ func (s *Server) installationJSON(in *Installation) map[string]any {
 	return out
 }
 
-func (s *Server) handleGetInstallation(c *call) {
+// ownInstallation resolves {installation_id} for the calling app's JWT; an
+// installation of another app is 404, as on GitHub.
+func (c *call) ownInstallation() *Installation {
 	if !c.requireJWT() {
-		return
+		return nil
 	}
 	id, _ := strconv.ParseInt(c.param("installation_id"), 10, 64)
-	in := s.installations[id]
+	in := c.s.installations[id]
 	if in == nil || in.App != c.app {
 		c.notFound()
-		return
+		return nil
 	}
-	c.json(http.StatusOK, s.installationJSON(in))
+	return in
+}
+
+func (s *Server) handleGetInstallation(c *call) {
+	if in := c.ownInstallation(); in != nil {
+		c.json(http.StatusOK, s.installationJSON(in))
+	}
 }
 
 func (s *Server) handleListInstallations(c *call) {
@@ -530,7 +537,7 @@ func (s *Server) handleListInstallations(c *call) {
 			out = append(out, s.installationJSON(in))
 		}
 	}
-	c.json(http.StatusOK, out)
+	c.json(http.StatusOK, paginate(c, out))
 }
 
 func (s *Server) handleRepoInstallation(c *call) {
@@ -550,13 +557,8 @@ func (s *Server) handleRepoInstallation(c *call) {
 }
 
 func (s *Server) handleCreateToken(c *call) {
-	if !c.requireJWT() {
-		return
-	}
-	id, _ := strconv.ParseInt(c.param("installation_id"), 10, 64)
-	in := s.installations[id]
-	if in == nil || in.App != c.app {
-		c.notFound()
+	in := c.ownInstallation()
+	if in == nil {
 		return
 	}
 	if in.Suspended {
@@ -600,10 +602,19 @@ func (s *Server) handleCreateToken(c *call) {
 	c.json(http.StatusCreated, out)
 }
 
-// handleInstallationRepos is GET /installation/repositories (installation token).
-func (s *Server) handleInstallationRepos(c *call) {
+// requireInstallationToken refuses calls not made with an installation
+// access token (the /installation endpoints).
+func (c *call) requireInstallationToken() bool {
 	if c.tok == nil {
 		c.fail(http.StatusUnauthorized, "Requires authentication")
+		return false
+	}
+	return true
+}
+
+// handleInstallationRepos is GET /installation/repositories (installation token).
+func (s *Server) handleInstallationRepos(c *call) {
+	if !c.requireInstallationToken() {
 		return
 	}
 	list := []any{}
@@ -616,7 +627,18 @@ func (s *Server) handleInstallationRepos(c *call) {
 	if c.tok.inst.Repos != nil {
 		sel = "selected"
 	}
-	c.json(http.StatusOK, map[string]any{"total_count": len(list), "repository_selection": sel, "repositories": list})
+	c.json(http.StatusOK, map[string]any{"total_count": len(list), "repository_selection": sel, "repositories": paginate(c, list)})
+}
+
+// handleRevokeToken is DELETE /installation/token: the calling installation
+// token stops working at once (later calls with it are 401 "Bad
+// credentials"); no permission is needed.
+func (s *Server) handleRevokeToken(c *call) {
+	if !c.requireInstallationToken() {
+		return
+	}
+	delete(s.tokens, c.tok.value)
+	c.status = http.StatusNoContent
 }
 
 // SignJWT returns an app JWT valid now (iat backdated 60 s, exp +9 min), for

@@ -256,9 +256,8 @@ func (s *Server) handleListCheckRuns(c *call) {
 	if r == nil {
 		return
 	}
-	h, ok := r.resolve(c.param("ref"))
+	h, ok := c.commitParam(r)
 	if !ok {
-		c.validationFailed("No commit found for SHA: " + c.param("ref"))
 		return
 	}
 	list := []any{}
@@ -267,7 +266,7 @@ func (s *Server) handleListCheckRuns(c *call) {
 			list = append(list, s.checkRunJSON(r, cr))
 		}
 	}
-	c.json(http.StatusOK, map[string]any{"total_count": len(list), "check_runs": list})
+	c.json(http.StatusOK, map[string]any{"total_count": len(list), "check_runs": paginate(c, list)})
 }
 
 var sarifRef = regexp.MustCompile(`^refs/(heads/.+|tags/.+|pull/[0-9]+/(merge|head))$`)

@@ -34,8 +34,8 @@
 //
 // and assertions read state back: repo.Ref("quavon/fix-1-0123abcd"),
 // repo.Files(ref), repo.CommitInfo(sha) (parents, tree, Verified), repo.Issues(),
-// repo.CheckRuns(), repo.SARIFUploads(), s.Requests() (method, path, token
-// kind, status: e.g. "no write happened").
+// repo.CheckRuns(), repo.Reviews(pr), repo.SARIFUploads(), s.Requests()
+// (method, path, token kind, status: e.g. "no write happened").
 //
 // # Authentication
 //
@@ -46,6 +46,8 @@
 // honours repositories, repository_ids and permissions; asking for any
 // permission or repository the installation lacks is 422. Tokens live one
 // hour (Advance moves the clock); metadata: read is always included.
+// DELETE /installation/token revokes the calling token (204, no permission
+// needed); later calls with it are 401 "Bad credentials".
 //
 // Every call with an installation token is checked against the token's
 // repositories and permissions: a private repository outside the token is
@@ -58,9 +60,9 @@
 // Permissions per endpoint: metadata:read for the repository, collaborator
 // permission, branches and rules; administration:read for branch protection;
 // contents for git data and contents; issues (or pull_requests for pull
-// requests) for issues, labels and comments; pull_requests for pulls;
-// checks for check runs; security_events:write for SARIF; contents:write for
-// createCommitOnBranch.
+// requests) for issues, labels and comments; pull_requests for pulls and
+// reviews (write to create, read to list and get); checks for check runs;
+// security_events:write for SARIF; contents:write for createCommitOnBranch.
 //
 // # Git semantics
 //
@@ -80,6 +82,27 @@
 // \"<oid>\" but it did not.  Pull and try again." and nothing changes.
 // closingIssuesReferences returns the links set with LinkIssue that the
 // token can see, including other repositories' issues.
+//
+// # Pull request reviews
+//
+// POST pulls/{n}/reviews answers 200 with the review. No event leaves it
+// PENDING (one pending review per user; only its author sees it);
+// REQUEST_CHANGES and COMMENT need a body; the pull request's author cannot
+// approve or request changes on it (422 "Can not approve your own pull
+// request"); commit_id defaults to the head and may be an older commit of
+// the head repository. Line comments (path, line, side, start_line) must
+// sit on a line the diff between the base branch and that commit shows
+// (changes plus three lines of context), else 422 "Path could not be
+// resolved" / "Line could not be resolved"; a legacy position is taken
+// unchecked.
+//
+// # Lists
+//
+// The list endpoints (installations, installation repositories, issues,
+// issue comments, pulls, pull files, reviews, check runs, branch rules) take
+// per_page (default 30, at most 100) and page, and answer with GitHub's Link
+// header (rel prev, next, last, first; none when one page holds everything),
+// so go-github's Response.NextPage works. total_count counts every item.
 //
 // # Failures and limits
 //

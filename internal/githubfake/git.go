@@ -976,6 +976,16 @@ func (s *Server) handleDeleteRef(c *call) {
 
 var _ storer.ReferenceStorer = (*memory.Storage)(nil)
 
+// commitParam resolves {ref} (branch, tag, full ref or SHA) to a commit, or
+// answers 422 "No commit found for SHA" as GitHub does.
+func (c *call) commitParam(r *Repo) (plumbing.Hash, bool) {
+	h, ok := r.resolve(c.param("ref"))
+	if !ok {
+		c.validationFailed("No commit found for SHA: " + c.param("ref"))
+	}
+	return h, ok
+}
+
 // handleGetRepoCommit is GET /repos/{o}/{r}/commits/{ref}: the REST commit
 // with the git commit nested under "commit".
 func (s *Server) handleGetRepoCommit(c *call) {
@@ -983,9 +993,8 @@ func (s *Server) handleGetRepoCommit(c *call) {
 	if r == nil {
 		return
 	}
-	h, ok := r.resolve(c.param("ref"))
+	h, ok := c.commitParam(r)
 	if !ok {
-		c.validationFailed("No commit found for SHA: " + c.param("ref"))
 		return
 	}
 	gc := r.commitJSON(h)

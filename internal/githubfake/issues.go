@@ -1,9 +1,11 @@
 package githubfake
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strconv"
@@ -199,12 +201,7 @@ func (s *Server) LinkIssue(owner, repo string, pr int, issueRepo string, issue i
 }
 
 func (r *Repo) sortedIssues() []*Issue {
-	out := make([]*Issue, 0, len(r.issues))
-	for _, in := range r.issues {
-		out = append(out, in)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Number < out[j].Number })
-	return out
+	return sortedBy(r.issues, func(in *Issue) int { return in.Number })
 }
 
 // association is GitHub's author_association of login in r.
@@ -281,18 +278,8 @@ func (s *Server) commentJSON(r *Repo, in *Issue, cm Comment) map[string]any {
 // issueAccess resolves {number} with the permission GitHub asks for: issues
 // for issues, issues or pull_requests for pull requests.
 func (c *call) issueAccess(write bool) (*Repo, *Issue) {
-	lvl := Read
-	if write {
-		lvl = Write
-	}
-	r := c.repoAccess(!write, need{"issues", lvl}, need{"pull_requests", lvl})
-	if r == nil {
-		return nil, nil
-	}
-	n, _ := strconv.Atoi(c.param("number"))
-	in := r.issues[n]
+	r, in, lvl := c.numberAccess(write, "issues", "pull_requests")
 	if in == nil {
-		c.notFound()
 		return nil, nil
 	}
 	if in.PullRequest == nil && c.tok != nil && !(c.tok.inst.covers(r) && levelRank(c.tok.perms["issues"]) >= levelRank(lvl)) && (write || r.Private) {
@@ -316,17 +303,14 @@ func (s *Server) handleListIssues(c *call) {
 		return
 	}
 	q := c.r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
+	inState := stateFilter(q)
 	var want []string
 	if l := q.Get("labels"); l != "" {
 		want = strings.Split(l, ",")
 	}
 	list := []any{}
 	for _, in := range r.sortedIssues() {
-		if state != "all" && in.State != state {
+		if !inState(in) {
 			continue
 		}
 		ok := true
@@ -337,7 +321,14 @@ func (s *Server) handleListIssues(c *call) {
 			list = append(list, s.issueJSON(r, in))
 		}
 	}
-	c.json(http.StatusOK, list)
+	c.json(http.StatusOK, paginate(c, list))
+}
+
+// stateFilter reads the list endpoints' state parameter: open (the
+// default), closed or all.
+func stateFilter(q url.Values) func(*Issue) bool {
+	state := cmp.Or(q.Get("state"), "open")
+	return func(in *Issue) bool { return state == "all" || in.State == state }
 }
 
 func (s *Server) handleCreateIssue(c *call) {
@@ -378,8 +369,7 @@ func (s *Server) handleUpdateIssue(c *call) {
 	if !c.decode(&req) {
 		return
 	}
-	if req.State != nil && *req.State != "open" && *req.State != "closed" {
-		c.validationFailed("Validation Failed", map[string]any{"resource": "Issue", "field": "state", "code": "invalid"})
+	if !c.validState("Issue", req.State) {
 		return
 	}
 	s.applyIssueEdit(r, in, req.Title, req.Body, req.State, req.Labels)
@@ -387,6 +377,15 @@ func (s *Server) handleUpdateIssue(c *call) {
 		in.StateReason = *req.StateReason
 	}
 	c.json(http.StatusOK, s.issueJSON(r, in))
+}
+
+// validState refuses an edit's state other than open or closed.
+func (c *call) validState(resource string, state *string) bool {
+	if state != nil && *state != "open" && *state != "closed" {
+		c.validationFailed("Validation Failed", map[string]any{"resource": resource, "field": "state", "code": "invalid"})
+		return false
+	}
+	return true
 }
 
 func (s *Server) applyIssueEdit(r *Repo, in *Issue, title, body, state *string, labels *[]string) {
@@ -478,7 +477,7 @@ func (s *Server) handleListComments(c *call) {
 	for _, cm := range in.Comments {
 		list = append(list, s.commentJSON(r, in, cm))
 	}
-	c.json(http.StatusOK, list)
+	c.json(http.StatusOK, paginate(c, list))
 }
 
 func (s *Server) handleCreateComment(c *call) {
@@ -610,22 +609,42 @@ func (s *Server) pullJSON(r *Repo, in *Issue) map[string]any {
 	}
 }
 
+// pullAccess resolves {number} to a pull request with pull_requests.
 func (c *call) pullAccess(write bool) (*Repo, *Issue) {
-	lvl := Read
-	if write {
-		lvl = Write
-	}
-	r := c.repoAccess(!write, need{"pull_requests", lvl})
-	if r == nil {
+	r, in, _ := c.numberAccess(write, "pull_requests")
+	if in == nil {
 		return nil, nil
 	}
-	n, _ := strconv.Atoi(c.param("number"))
-	in := r.issues[n]
-	if in == nil || in.PullRequest == nil {
+	if in.PullRequest == nil {
 		c.notFound()
 		return nil, nil
 	}
 	return r, in
+}
+
+// numberAccess resolves {number} after repoAccess with any of perms at the
+// level a read or write needs (reads of public repositories are open), and
+// returns that level.
+func (c *call) numberAccess(write bool, perms ...string) (*Repo, *Issue, string) {
+	lvl := Read
+	if write {
+		lvl = Write
+	}
+	needs := make([]need, 0, len(perms))
+	for _, p := range perms {
+		needs = append(needs, need{p, lvl})
+	}
+	r := c.repoAccess(!write, needs...)
+	if r == nil {
+		return nil, nil, lvl
+	}
+	n, _ := strconv.Atoi(c.param("number"))
+	in := r.issues[n]
+	if in == nil {
+		c.notFound()
+		return nil, nil, lvl
+	}
+	return r, in, lvl
 }
 
 func (s *Server) handleGetPull(c *call) {
@@ -642,14 +661,11 @@ func (s *Server) handleListPulls(c *call) {
 		return
 	}
 	q := c.r.URL.Query()
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
+	inState := stateFilter(q)
 	list := []any{}
 	for _, in := range r.sortedIssues() {
 		pr := in.PullRequest
-		if pr == nil || (state != "all" && in.State != state) {
+		if pr == nil || !inState(in) {
 			continue
 		}
 		if b := q.Get("base"); b != "" && b != pr.Base {
@@ -664,7 +680,7 @@ func (s *Server) handleListPulls(c *call) {
 		}
 		list = append(list, s.pullJSON(r, in))
 	}
-	c.json(http.StatusOK, list)
+	c.json(http.StatusOK, paginate(c, list))
 }
 
 func (s *Server) handleCreatePull(c *call) {
@@ -792,8 +808,7 @@ func (s *Server) handleUpdatePull(c *call) {
 	if !c.decode(&req) {
 		return
 	}
-	if req.State != nil && *req.State != "open" && *req.State != "closed" {
-		c.validationFailed("Validation Failed", map[string]any{"resource": "PullRequest", "field": "state", "code": "invalid"})
+	if !c.validState("PullRequest", req.State) {
 		return
 	}
 	if req.Base != nil {
@@ -812,46 +827,65 @@ func (s *Server) handleListPullFiles(c *call) {
 	if in == nil {
 		return
 	}
-	pr := in.PullRequest
-	hr := r.prHeadRepo(pr)
+	changes, _ := r.prChanges(in.PullRequest, plumbing.NewHash(r.prHeadSHA(in.PullRequest)))
 	list := []any{}
-	baseSHA, ok1 := r.refHash("refs/heads/" + pr.Base)
-	if hr == nil || !ok1 {
-		c.json(http.StatusOK, list)
-		return
+	for _, ch := range changes {
+		sha := ch.head.hash.String()
+		if ch.status == "removed" {
+			sha = ch.base.hash.String()
+		}
+		list = append(list, map[string]any{"sha": sha, "filename": ch.path, "status": ch.status, "additions": 0, "deletions": 0, "changes": 0})
+	}
+	c.json(http.StatusOK, paginate(c, list))
+}
+
+// prChange is one path a pull request changes; base or head is the zero
+// leaf when the path is absent on that side.
+type prChange struct {
+	path, status string
+	base, head   leaf
+}
+
+// prChanges compares the base branch with commit head of the pull request's
+// head repository, by path, and returns the changes with that repository.
+// Nothing is returned when either side cannot be read.
+func (r *Repo) prChanges(pr *PullRequest, head plumbing.Hash) ([]prChange, *Repo) {
+	hr := r.prHeadRepo(pr)
+	baseSHA, ok := r.refHash("refs/heads/" + pr.Base)
+	if hr == nil || !ok {
+		return nil, hr
 	}
 	base, err1 := r.flatTree(baseSHA)
-	head, err2 := hr.flatTree(plumbing.NewHash(r.prHeadSHA(pr)))
+	files, err2 := hr.flatTree(head)
 	if err1 != nil || err2 != nil {
-		c.json(http.StatusOK, list)
-		return
+		return nil, hr
 	}
 	var names []string
 	for p := range base {
 		names = append(names, p)
 	}
-	for p := range head {
+	for p := range files {
 		if _, ok := base[p]; !ok {
 			names = append(names, p)
 		}
 	}
 	sort.Strings(names)
+	var out []prChange
 	for _, p := range names {
 		b, inBase := base[p]
-		h, inHead := head[p]
-		status := ""
-		sha := h.hash.String()
+		h, inHead := files[p]
+		ch := prChange{path: p, base: b, head: h}
 		switch {
 		case !inBase:
-			status = "added"
+			ch.status = "added"
 		case !inHead:
-			status, sha = "removed", b.hash.String()
+			ch.status = "removed"
 		case b != h:
-			status = "modified"
+			ch.status = "modified"
+		default:
+			continue
 		}
-		if status != "" {
-			list = append(list, map[string]any{"sha": sha, "filename": p, "status": status, "additions": 0, "deletions": 0, "changes": 0})
-		}
+		out = append(out, ch)
 	}
-	c.json(http.StatusOK, list)
+	return out, hr
 }

@@ -1,12 +1,12 @@
 package githubfake
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"net/http"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -59,6 +59,7 @@ type Repo struct {
 	protected     map[string]bool
 	rulesets      []ruleset
 	checkRuns     []*CheckRun
+	reviews       map[int][]*Review // by pull request number, oldest first
 	sarifs        []SARIFUpload
 	closing       map[int][]issueRef
 }
@@ -101,6 +102,7 @@ func (s *Server) AddRepo(owner, name string, opt RepoOptions) *Repo {
 		labels:        map[string]*label{},
 		protected:     map[string]bool{},
 		closing:       map[int][]issueRef{},
+		reviews:       map[int][]*Review{},
 	}
 	if r.DefaultBranch == "" {
 		r.DefaultBranch = "main"
@@ -136,22 +138,23 @@ func (s *Server) repoByID(id int64) *Repo {
 	return nil
 }
 
-func (s *Server) sortedRepos() []*Repo {
-	out := make([]*Repo, 0, len(s.repos))
-	for _, r := range s.repos {
-		out = append(out, r)
+// sortedBy returns m's values ordered by key, so that answers built from
+// maps are stable.
+func sortedBy[K comparable, V any, O cmp.Ordered](m map[K]V, key func(V) O) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	slices.SortFunc(out, func(a, b V) int { return cmp.Compare(key(a), key(b)) })
 	return out
 }
 
+func (s *Server) sortedRepos() []*Repo {
+	return sortedBy(s.repos, func(r *Repo) int64 { return r.ID })
+}
+
 func (s *Server) sortedInstallations() []*Installation {
-	out := make([]*Installation, 0, len(s.installations))
-	for _, in := range s.installations {
-		out = append(out, in)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out
+	return sortedBy(s.installations, func(in *Installation) int64 { return in.ID })
 }
 
 // Rename renames the repository (old URLs stop resolving).
@@ -499,7 +502,7 @@ func (s *Server) handleGetBranchRules(c *call) {
 	if r == nil {
 		return
 	}
-	c.json(http.StatusOK, r.rulesFor(c.param("branch")))
+	c.json(http.StatusOK, paginate(c, r.rulesFor(c.param("branch"))))
 }
 
 // handleGetContents serves files (base64) and directory listings.

@@ -11,6 +11,7 @@ func (s *Server) buildRoutes() []route {
 		{"GET", "/app/installations/{installation_id}", s.handleGetInstallation},
 		{"POST", "/app/installations/{installation_id}/access_tokens", s.handleCreateToken},
 		{"GET", "/installation/repositories", s.handleInstallationRepos},
+		{"DELETE", "/installation/token", s.handleRevokeToken},
 		{"POST", "/graphql", s.handleGraphQL},
 
 		{"GET", "/repos/{owner}/{repo}", s.handleGetRepo},
@@ -53,6 +54,9 @@ func (s *Server) buildRoutes() []route {
 		{"GET", "/repos/{owner}/{repo}/pulls/{number}", s.handleGetPull},
 		{"PATCH", "/repos/{owner}/{repo}/pulls/{number}", s.handleUpdatePull},
 		{"GET", "/repos/{owner}/{repo}/pulls/{number}/files", s.handleListPullFiles},
+		{"GET", "/repos/{owner}/{repo}/pulls/{number}/reviews", s.handleListReviews},
+		{"POST", "/repos/{owner}/{repo}/pulls/{number}/reviews", s.handleCreateReview},
+		{"GET", "/repos/{owner}/{repo}/pulls/{number}/reviews/{id}", s.handleGetReview},
 
 		{"POST", "/repos/{owner}/{repo}/check-runs", s.handleCreateCheckRun},
 		{"GET", "/repos/{owner}/{repo}/check-runs/{id}", s.handleGetCheckRun},
