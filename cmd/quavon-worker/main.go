@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,14 +37,7 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.DB.URL == "" {
-		return errors.New("QUAVON_DATABASE_URL is not set")
-	}
-	password, err := cfg.DB.Password()
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DB.URL, password, 0)
+	db, err := postgres.OpenConfigured(ctx, cfg.DB, 0)
 	if err != nil {
 		return err
 	}

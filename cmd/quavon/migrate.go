@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -15,14 +14,7 @@ func runMigrate(ctx context.Context, environ []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if cfg.DB.URL == "" {
-		return errors.New("QUAVON_DATABASE_URL is not set")
-	}
-	password, err := cfg.DB.Password()
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DB.URL, password, 2)
+	db, err := postgres.OpenConfigured(ctx, cfg.DB, 2)
 	if err != nil {
 		return err
 	}

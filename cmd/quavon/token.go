@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,14 +33,7 @@ func runTokenCreate(ctx context.Context, args, environ []string, stdout, stderr 
 	if err != nil {
 		return err
 	}
-	if cfg.DB.URL == "" {
-		return errors.New("QUAVON_DATABASE_URL is not set")
-	}
-	password, err := cfg.DB.Password()
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, cfg.DB.URL, password, 2)
+	db, err := postgres.OpenConfigured(ctx, cfg.DB, 2)
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/quavon/quavon/internal/config"
 )
 
 // TenantID is a tenant's uuid in its canonical text form.
@@ -69,4 +71,17 @@ func (db *DB) InTenant(ctx context.Context, tenant TenantID, fn func(pgx.Tx) err
 		}
 		return fn(tx)
 	})
+}
+
+// OpenConfigured connects with the process's database settings
+// (QUAVON_DATABASE_URL and the password in QUAVON_DATABASE_PASSWORD_FILE).
+func OpenConfigured(ctx context.Context, cfg config.Database, maxConns int32) (*DB, error) {
+	if cfg.URL == "" {
+		return nil, errors.New("QUAVON_DATABASE_URL is not set")
+	}
+	password, err := cfg.Password()
+	if err != nil {
+		return nil, err
+	}
+	return Open(ctx, cfg.URL, password, maxConns)
 }
