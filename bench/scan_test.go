@@ -29,6 +29,9 @@ import (
 // transport (snapshot, Valkey, container start), the rest is gVisor.
 func BenchmarkScan50Files(b *testing.B) {
 	if os.Geteuid() != 0 {
+		if testenv.Required() {
+			b.Fatal("the direct baseline needs root (chroot); scripts/test runs as root")
+		}
 		b.Skip("the direct baseline needs root (chroot)")
 	}
 	lock := testenv.ImagesLock(b)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -32,9 +31,7 @@ func scanExitCode(err error) int {
 // quavon scan end to end: the sandbox on gVisor, each output format, and
 // the exit status that --fail-on decides.
 func TestScanCommand(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil && !testenv.Required() {
-		t.Skip("redis-server not installed")
-	}
+	testenv.Program(t, "redis-server")
 	testenv.Docker(t)
 	env := []string{"QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.ImagesLock(t),
 		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)}

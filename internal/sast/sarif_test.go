@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/sarif")
@@ -334,13 +336,7 @@ func TestURIEscape(t *testing.T) {
 // accepts everything fails the test.
 func TestSARIFMultitool(t *testing.T) {
 	t.Parallel()
-	bin := os.Getenv("QUAVON_TEST_SARIF_MULTITOOL")
-	if bin == "" {
-		if os.Getenv("QUAVON_TEST_REQUIRE_SERVICES") == "1" {
-			t.Fatal("QUAVON_TEST_SARIF_MULTITOOL is not set (scripts/test installs the SARIF Multitool)")
-		}
-		t.Skip("QUAVON_TEST_SARIF_MULTITOOL is not set; run under scripts/test")
-	}
+	bin := testenv.SARIFMultitool(t)
 	_, out := fixtureSARIF(t)
 	dir := t.TempDir()
 	validate := func(name string, data []byte) (errs, warnings []string) {

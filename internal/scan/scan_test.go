@@ -60,9 +60,7 @@ var (
 // sandbox starts one in-process runner on gVisor for the package's tests.
 func sandbox(t *testing.T, lock string) *scan.Local {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil && !testenv.Required() {
-		t.Skip("redis-server not installed")
-	}
+	testenv.Program(t, "redis-server")
 	testenv.Docker(t)
 	platform := testenv.RunscPlatform(t)
 	cfg, err := config.Load([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + lock,

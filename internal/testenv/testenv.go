@@ -12,6 +12,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -101,4 +102,26 @@ func DeletePrefix(tb testing.TB, c valkey.Client, prefix string) {
 		}
 		cursor = e.Cursor
 	}
+}
+
+// Program returns the path of the program name on PATH; a missing one
+// skips the test, or fails it under scripts/test.
+func Program(tb testing.TB, name string) string {
+	tb.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		unavailable(tb, name+" (not on PATH)")
+	}
+	return p
+}
+
+// SARIFMultitool is Microsoft's SARIF Multitool that scripts/test installs
+// (QUAVON_TEST_SARIF_MULTITOOL).
+func SARIFMultitool(tb testing.TB) string {
+	tb.Helper()
+	p := os.Getenv("QUAVON_TEST_SARIF_MULTITOOL")
+	if p == "" {
+		unavailable(tb, "the SARIF Multitool (QUAVON_TEST_SARIF_MULTITOOL)")
+	}
+	return p
 }

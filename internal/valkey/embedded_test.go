@@ -13,12 +13,7 @@ import (
 // The embedded server answers on its socket, refuses a client without the
 // password, and leaves nothing behind.
 func TestEmbedded(t *testing.T) {
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		if testenv.Required() {
-			t.Fatal("redis-server not installed")
-		}
-		t.Skip("redis-server not installed")
-	}
+	testenv.Program(t, "redis-server")
 	ctx := context.Background()
 	e, err := qvalkey.StartEmbedded(ctx)
 	if err != nil {
