@@ -42,6 +42,21 @@ func (s *sleeper) Sleeps() []time.Duration {
 
 // newClientApp returns our App for the emulator's app fa, on the
 // emulator's clock, with waits recorded instead of slept.
+// reviewReader installs the review app on the account acme with read
+// access to contents, pull requests and issues, and returns its
+// installation, the client's sleeper and a Reader of acme/app.
+func reviewReader(t testing.TB, srv *githubfake.Server) (*githubfake.Installation, *sleeper, github.Reader) {
+	t.Helper()
+	fa := srv.RegisterApp("quavon-review")
+	in := srv.Install(fa, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
+	app, sl := newClientApp(t, srv, fa)
+	rd, err := github.NewReader(context.Background(), app, in.ID, "acme/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in, sl, rd
+}
+
 func newClientApp(t testing.TB, srv *githubfake.Server, fa *githubfake.App) (*github.App, *sleeper) {
 	t.Helper()
 	sl := &sleeper{srv: srv}
@@ -176,14 +191,8 @@ func TestEmulatorTokenCacheAndRefresh(t *testing.T) {
 	t.Parallel()
 	srv := githubfake.New(t)
 	srv.AddRepo("acme", "app", githubfake.RepoOptions{Files: map[string]string{"a": "a"}})
-	fa := srv.RegisterApp("quavon-review")
-	in := srv.Install(fa, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
-	app, _ := newClientApp(t, srv, fa)
+	in, _, rd := reviewReader(t, srv)
 	ctx := context.Background()
-	rd, err := github.NewReader(ctx, app, in.ID, "acme/app")
-	if err != nil {
-		t.Fatal(err)
-	}
 	mintPath := "/app/installations/" + itoa(in.ID) + "/access_tokens"
 	for range 3 {
 		if _, err := rd.Repository(ctx); err != nil {
@@ -217,14 +226,8 @@ func TestEmulatorReader(t *testing.T) {
 	}})
 	other := srv.AddRepo("acme", "other", githubfake.RepoOptions{Files: map[string]string{"x": "x"}})
 	fork := srv.AddRepo("mallory", "app", githubfake.RepoOptions{Fork: repo, Files: map[string]string{"README.md": "hello\n"}})
-	ra := srv.RegisterApp("quavon-review")
-	in := srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
-	app, _ := newClientApp(t, srv, ra)
+	_, _, rd := reviewReader(t, srv)
 	ctx := context.Background()
-	rd, err := github.NewReader(ctx, app, in.ID, "acme/app")
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	r, err := rd.Repository(ctx)
 	if err != nil || r.FullName != "acme/app" || r.DefaultBranch != "main" || !r.Private || r.ID != repo.ID {
@@ -303,14 +306,8 @@ func TestEmulatorPermissionMatrix(t *testing.T) {
 	srv.AddOrg("acme")
 	// Private: on a public repository GitHub reports "read" for everyone.
 	srv.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"a": "a"}})
-	ra := srv.RegisterApp("quavon-review")
-	in := srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
-	app, _ := newClientApp(t, srv, ra)
+	_, _, rd := reviewReader(t, srv)
 	ctx := context.Background()
-	rd, err := github.NewReader(ctx, app, in.ID, "acme/app")
-	if err != nil {
-		t.Fatal(err)
-	}
 	cases := []struct {
 		role, permission string
 		allowed          bool
@@ -344,14 +341,8 @@ func TestEmulatorBackoff(t *testing.T) {
 	t.Parallel()
 	srv := githubfake.New(t)
 	srv.AddRepo("acme", "app", githubfake.RepoOptions{Files: map[string]string{"a": "a"}})
-	ra := srv.RegisterApp("quavon-review")
-	in := srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
-	app, sl := newClientApp(t, srv, ra)
+	_, sl, rd := reviewReader(t, srv)
 	ctx := context.Background()
-	rd, err := github.NewReader(ctx, app, in.ID, "acme/app")
-	if err != nil {
-		t.Fatal(err)
-	}
 	repoPath := "/repos/acme/app"
 
 	srv.InjectFault(githubfake.Fault{Method: "GET", Path: repoPath, Kind: githubfake.Fault5xx, Times: 2})
@@ -387,14 +378,8 @@ func TestEmulatorETag(t *testing.T) {
 	t.Parallel()
 	srv := githubfake.New(t)
 	srv.AddRepo("acme", "app", githubfake.RepoOptions{Files: map[string]string{"a": "a"}})
-	ra := srv.RegisterApp("quavon-review")
-	in := srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
-	app, _ := newClientApp(t, srv, ra)
+	_, _, rd := reviewReader(t, srv)
 	ctx := context.Background()
-	rd, err := github.NewReader(ctx, app, in.ID, "acme/app")
-	if err != nil {
-		t.Fatal(err)
-	}
 	first, err := rd.Repository(ctx)
 	if err != nil {
 		t.Fatal(err)

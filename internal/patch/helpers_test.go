@@ -2,7 +2,6 @@ package patch
 
 import (
 	"bytes"
-	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -246,20 +245,6 @@ func parseHunkHeader(h string, a, b, c, d *int) error {
 		return err
 	}
 	return parse(f[2][1:], c, d)
-}
-
-// randToken returns n random characters of alphabet: secrets in tests are
-// generated at run time, never committed.
-func randToken(t testing.TB, alphabet string, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
 }
 
 const alnum = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"

@@ -9,6 +9,8 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/quavon/quavon/internal/secret/leaks"
+
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 var validateBase = map[string]MapFile{
@@ -53,7 +55,7 @@ func TestValidatePatchAccepts(t *testing.T) {
 // the file and the rule it names.
 func TestValidatePatchRejections(t *testing.T) {
 	t.Parallel()
-	token := "ghp_" + randToken(t, alnum, 36)
+	token := "ghp_" + testenv.RandomString(t, alnum, 36)
 	apiKey := gitleaksKey(t)
 	cases := []struct {
 		name    string
@@ -135,7 +137,7 @@ func TestValidatePatchRejections(t *testing.T) {
 func gitleaksKey(t testing.TB) string {
 	t.Helper()
 	for range 100 {
-		k := randToken(t, alnum, 32)
+		k := testenv.RandomString(t, alnum, 32)
 		for _, m := range testScanner(t).Scan("const apiKey = \"" + k + "\"\n") {
 			if strings.HasPrefix(m.Rule, leaks.GitleaksRulePrefix) {
 				return k
@@ -148,7 +150,7 @@ func gitleaksKey(t testing.TB) string {
 
 func TestValidatePatchSecretIgnoresRemovedLines(t *testing.T) {
 	t.Parallel()
-	old := "package a\nconst t = \"ghp_" + randToken(t, alnum, 36) + "\"\n"
+	old := "package a\nconst t = \"ghp_" + testenv.RandomString(t, alnum, 36) + "\"\n"
 	base := MapBase(map[string]MapFile{"a.go": {Content: old}})
 	// removing a committed secret is fine
 	if err := ValidatePatch([]FixFileChange{modify("a.go", old, "package a\n")}, base, PathPolicy{}, Limits{}, testScanner(t)); err != nil {

@@ -5,7 +5,6 @@ package scan_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -162,21 +161,11 @@ func lineOf(t *testing.T, content, s string) int {
 	return 0
 }
 
-func randomAlnum(n int) string {
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, n)
-	rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
-}
-
 // A repository that tries every way of steering the scanners SC1 names and
 // those it does not (config discovery, ignore files, suppression comments):
 // every planted finding is still reported, and no repository config ran.
 func TestHostileRepositoryConfigIsIgnored(t *testing.T) {
-	token := "ghp_" + randomAlnum(36) // a fresh token: gitleaks checks entropy
+	token := "ghp_" + testenv.RandomString(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 36) // a fresh token: gitleaks checks entropy
 	py := strings.Join([]string{
 		"import subprocess",
 		"import pickle",

@@ -125,3 +125,18 @@ func SARIFMultitool(tb testing.TB) string {
 	}
 	return p
 }
+
+// RandomString returns n characters drawn from alphabet with crypto/rand:
+// secret-shaped test data is made at run time, never committed, and has
+// the entropy of real secrets.
+func RandomString(tb testing.TB, alphabet string, n int) string {
+	tb.Helper()
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		tb.Fatal(err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}

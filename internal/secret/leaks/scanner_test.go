@@ -1,30 +1,16 @@
 package leaks
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"github.com/quavon/quavon/internal/secret"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/quavon/quavon/internal/testenv"
 )
 
-// randFrom returns n characters drawn uniformly from alphabet, so tokens are
-// fresh on every run (nothing committed here is a live-looking secret) and
-// have the entropy of real ones.
-func randFrom(t testing.TB, alphabet string, n int) string {
-	t.Helper()
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
-}
-
-// randKey is randFrom(alnum) shaped so gitleaks' generic rule must flag
+// randKey is testenv.RandomString(alnum) shaped so gitleaks' generic rule must flag
 // it: with a digit (letters-only values are allowlisted) and without any of
 // its stopwords (a random 32-character string holds one of its ~1,500
 // common words about 1.5% of the time). Either would make tests flaky.
@@ -43,7 +29,7 @@ func randKey(t testing.TB, s *Scanner, n int) string {
 		t.Fatal("gitleaks config has no stopwords: the test's premise changed")
 	}
 	for range 1000 {
-		k := randFrom(t, alnum, n)
+		k := testenv.RandomString(t, alnum, n)
 		low := strings.ToLower(k)
 		ok := strings.ContainsAny(k, "0123456789")
 		for _, w := range stop {
@@ -103,8 +89,8 @@ func TestScannerGitleaksRules(t *testing.T) {
 	}{
 		{"generic api key", `const apiKey = "` + randKey(t, s, 32) + `"`, "gitleaks:generic-api-key"},
 		{"generic secret in yaml", "client_secret: " + randKey(t, s, 40), "gitleaks:generic-api-key"},
-		{"sendgrid", `SENDGRID = "SG.` + randFrom(t, alnum, 22) + "." + randFrom(t, alnum, 43) + `"`, "gitleaks:sendgrid-api-token"},
-		{"heroku", `heroku_api_key = "` + randFrom(t, lowerHx, 8) + "-" + randFrom(t, lowerHx, 4) + "-" + randFrom(t, lowerHx, 4) + "-" + randFrom(t, lowerHx, 4) + "-" + randFrom(t, lowerHx, 12) + `"`, "gitleaks:heroku-api-key"},
+		{"sendgrid", `SENDGRID = "SG.` + testenv.RandomString(t, alnum, 22) + "." + testenv.RandomString(t, alnum, 43) + `"`, "gitleaks:sendgrid-api-token"},
+		{"heroku", `heroku_api_key = "` + testenv.RandomString(t, lowerHx, 8) + "-" + testenv.RandomString(t, lowerHx, 4) + "-" + testenv.RandomString(t, lowerHx, 4) + "-" + testenv.RandomString(t, lowerHx, 4) + "-" + testenv.RandomString(t, lowerHx, 12) + `"`, "gitleaks:heroku-api-key"},
 	}
 	for _, c := range cases {
 		ms := s.Scan("package x\n\n" + c.text + "\n")
@@ -122,7 +108,7 @@ func TestScannerGitleaksRules(t *testing.T) {
 func TestScannerIncludesOwnPatterns(t *testing.T) {
 	t.Parallel()
 	s := newTestScanner(t)
-	text := "token := \"ghp_" + randFrom(t, alnum, 36) + "\"\n"
+	text := "token := \"ghp_" + testenv.RandomString(t, alnum, 36) + "\"\n"
 	if ms := s.Scan(text); !hasRule(ms, "github-token") {
 		t.Fatalf("Scan = %v, want github-token", ms)
 	}
@@ -169,7 +155,7 @@ func TestScannerBase64Encoded(t *testing.T) {
 	s := newTestScanner(t)
 	// "-----BEGIN PRIVATE KEY-----..." base64-encoded: only the decoding pass
 	// can see it.
-	raw := "-----BEGIN PRIVATE KEY-----\n" + randFrom(t, alnum, 64) + "\n-----END PRIVATE KEY-----"
+	raw := "-----BEGIN PRIVATE KEY-----\n" + testenv.RandomString(t, alnum, 64) + "\n-----END PRIVATE KEY-----"
 	enc := base64Std(raw)
 	ms := s.Scan("blob = \"" + enc + "\"\n")
 	if !hasGitleaks(ms) {
