@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/postgres"
 )
 
 // Webhook intake: POST /webhooks/github/{app}, app = review or fixer, each
@@ -97,15 +98,18 @@ func (s *Server) applyWebhook(ctx context.Context, kind AppKind, event, delivery
 	if installationID <= 0 {
 		return "", errUnroutable
 	}
-	var tenant, routeErr = routeInstallation(ctx, s.DB, kind, installationID)
+	var tenant postgres.TenantID
+	var err error
 	if newInstallation != nil {
-		tenant, routeErr = routeNewInstallation(ctx, s.DB, kind, *newInstallation)
+		tenant, err = routeNewInstallation(ctx, s.DB, kind, *newInstallation)
+	} else {
+		tenant, err = routeInstallation(ctx, s.DB, kind, installationID)
 	}
-	if routeErr != nil {
-		return "", routeErr
+	if err != nil {
+		return "", err
 	}
 	status := "processed"
-	err := s.DB.InTenant(ctx, tenant, func(tx pgx.Tx) error {
+	err = s.DB.InTenant(ctx, tenant, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, delivery_id, event, processed_at)
 			VALUES (quavon_current_tenant(), $1, $2, now()) ON CONFLICT (delivery_id) DO NOTHING`, delivery, event)
 		if err != nil {

@@ -61,6 +61,8 @@ type Plan struct {
 	Changed   sast.ChangedLines `json:"-"`
 	// blobs maps every path of Files and Context to its blob id at Head.
 	blobs map[string]string
+	// read holds what ReadFile read (nil: unreadable).
+	read map[string][]byte
 }
 
 // Git runs git in a repository. Repository configuration that runs
@@ -328,16 +330,24 @@ func (p *Plan) Tree(ctx context.Context, dir string, req sast.Request) error {
 }
 
 // ReadFile returns a file of the plan as it is in the head commit.
+// Contents are kept: normalisation and SARIF both read a finding's file.
 func (p *Plan) ReadFile(ctx context.Context, name string) ([]byte, bool) {
+	if data, ok := p.read[name]; ok {
+		return data, data != nil
+	}
 	id, ok := p.blobs[name]
 	if !ok {
 		return nil, false
 	}
 	data, err := Git{Dir: p.Root}.out(ctx, 64<<20, "cat-file", "blob", id)
 	if err != nil {
-		return nil, false
+		data = nil
 	}
-	return data, true
+	if p.read == nil {
+		p.read = map[string][]byte{}
+	}
+	p.read[name] = data
+	return data, data != nil
 }
 
 // catBlobs streams the blobs of names through one git cat-file --batch.

@@ -142,17 +142,9 @@ func Run(ctx context.Context, client *sandbox.Client, plan *Plan, opt Options) (
 		}
 	}
 	// The manifest's Root is sandbox output: the host uses its own.
-	cache := map[string][]byte{}
 	rep := sast.Normalise(sast.Input{
 		Manifest: m, Outputs: outputs, Root: SandboxSourceRoot, Changed: plan.Changed, Expected: toolsOf(opt),
-		Source: func(p string) ([]byte, bool) {
-			if data, ok := cache[p]; ok {
-				return data, data != nil
-			}
-			data, ok := plan.ReadFile(ctx, p)
-			cache[p] = data
-			return data, ok
-		},
+		Source: func(p string) ([]byte, bool) { return plan.ReadFile(ctx, p) },
 	}, opt.Normalise)
 	out.Report = &rep
 	return out, nil
