@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"crypto/rand"
 	"io"
@@ -67,7 +69,7 @@ func benchLimits() sandbox.Limits {
 }
 
 func (rb *runnerBench) job(b *testing.B) {
-	res, err := rb.local.Client.Run(context.Background(), sandbox.JobSpec{TenantID: "tenant-bench", Purpose: sandbox.PurposeFixTest,
+	res, err := rb.local.Client.Run(context.Background(), valkeyq.JobSpec{TenantID: "tenant-bench", Purpose: sandbox.PurposeFixTest,
 		ImageClass: "byo:smoke", RunCommand: "true", Egress: sandbox.Egress{Mode: sandbox.EgressNone}, Limits: benchLimits()}, rb.base, "")
 	if err != nil || res.Status != sandbox.StatusCompleted || res.ExitCode != 0 {
 		b.Fatalf("job: %+v %v", res, err)

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -76,11 +78,11 @@ func (nopGuard) Remember(context.Context, string, time.Time) (bool, error) { ret
 // their ratio (goal: sealed/plain ≤ 1.3).
 func BenchmarkBlob(b *testing.B) {
 	admin := testenv.Valkey(b, testenv.UserControlPlane)
-	names, err := sandbox.NamesFor(testenv.Pool(b, admin))
+	names, err := valkeyq.NamesFor(testenv.Pool(b, admin))
 	if err != nil {
 		b.Fatal(err)
 	}
-	store, err := sandbox.NewBlobStore(admin, sandbox.BlobConfig{Names: names, Keys: benchRing(b), TTL: time.Minute})
+	store, err := valkeyq.NewBlobStore(admin, valkeyq.BlobConfig{Names: names, Keys: benchRing(b), TTL: time.Minute})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,8 @@
 package main
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"fmt"
 	"io"
@@ -19,7 +21,6 @@ import (
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/egress"
-	"github.com/quavon/quavon/internal/sandbox"
 	qvalkey "github.com/quavon/quavon/internal/valkey"
 )
 
@@ -51,7 +52,7 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 		log.Warn("Valkey user is not egress: the proxy then holds more rights than it needs",
 			slog.String("valkey_user", user))
 	}
-	names, err := sandbox.NamesFor(cfg.Sandbox.Pool)
+	names, err := valkeyq.NamesFor(cfg.Sandbox.Pool)
 	if err != nil {
 		return err
 	}
@@ -60,7 +61,7 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 		return err
 	}
 	defer vk.Close()
-	proxy, err := egress.New(egress.Config{Grants: egress.NewValkeyGrants(vk, names), Log: log})
+	proxy, err := egress.New(egress.Config{Grants: valkeyq.NewEgressGrants(vk, names), Log: log})
 	if err != nil {
 		return err
 	}

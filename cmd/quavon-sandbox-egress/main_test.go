@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bufio"
 	"context"
 	"crypto/rand"
@@ -15,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quavon/quavon/internal/egress"
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/testenv"
 )
@@ -56,11 +57,11 @@ func TestRunServes(t *testing.T) {
 	t.Parallel()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
 	vcfg := testenv.ValkeyConfig(t, testenv.UserEgress)
-	names, _ := sandbox.NamesFor(sandbox.DefaultPool)
+	names, _ := valkeyq.NamesFor(sandbox.DefaultPool)
 	var b [32]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	g, _ := json.Marshal(egress.Grant{JobID: "job-main-test", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(time.Minute).UTC()})
+	g, _ := json.Marshal(sandbox.EgressGrant{JobID: "job-main-test", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(time.Minute).UTC()})
 	ctx := context.Background()
 	if err := admin.Do(ctx, admin.B().Set().Key(names.Egress(token)).Value(string(g)).ExSeconds(60).Build()).Error(); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@
 package main
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"fmt"
 	"io"
@@ -73,7 +75,7 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 			id = id[:64]
 		}
 	}
-	names, err := sandbox.NamesFor(cfg.Sandbox.Pool)
+	names, err := valkeyq.NamesFor(cfg.Sandbox.Pool)
 	if err != nil {
 		return err
 	}
@@ -91,7 +93,7 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	blobs, err := sandbox.NewBlobStore(vk, sandbox.BlobConfig{Names: names, Keys: keys, MaxBytes: cfg.Sandbox.MaxSnapshotBytes})
+	blobs, err := valkeyq.NewBlobStore(vk, valkeyq.BlobConfig{Names: names, Keys: keys, MaxBytes: cfg.Sandbox.MaxSnapshotBytes})
 	if err != nil {
 		return err
 	}
@@ -105,7 +107,7 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 			return err
 		}
 		eg = &runner.EgressConfig{Registries: cfg.Runner.Registries, Network: cfg.Runner.EgressNetwork, Proxy: proxy,
-			HostProxy: cfg.Runner.EgressHostProxy, Grants: runner.NewEgressGrants(vk, names)}
+			HostProxy: cfg.Runner.EgressHostProxy, Grants: valkeyq.NewEgressGrants(vk, names)}
 		if eg.HostProxy {
 			log.Warn("INSECURE EGRESS: the egress proxy runs on the host, so setup steps can reach the host's own services on the egress network's gateway address")
 		}
@@ -117,14 +119,14 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	consumer, err := sandbox.NewConsumer(vk, names, id, 5*time.Second)
+	consumer, err := valkeyq.NewConsumer(vk, names, id, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	if err := consumer.EnsureGroup(ctx); err != nil {
 		return err
 	}
-	verifier, err := sandbox.NewVerifier(keys, cfg.Sandbox.Pool, sandbox.NewValkeyReplayGuard(vk, names), nil)
+	verifier, err := sandbox.NewVerifier(keys, cfg.Sandbox.Pool, valkeyq.NewReplayGuard(vk, names), nil)
 	if err != nil {
 		return err
 	}

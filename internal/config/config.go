@@ -9,6 +9,10 @@
 package config
 
 import (
+	"github.com/quavon/quavon/internal/hostname"
+
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -234,7 +238,7 @@ func Load(environ []string) (Config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("QUAVON_ENV %q: want production, development or test", c.Env))
 	}
-	if _, err := sandbox.NamesFor(c.Sandbox.Pool); err != nil {
+	if _, err := valkeyq.NamesFor(c.Sandbox.Pool); err != nil {
 		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_POOL: %w", err))
 	}
 	n, err := strconv.ParseInt(vals["QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"], 10, 64)
@@ -286,7 +290,7 @@ func Load(environ []string) (Config, error) {
 	if v := vals["QUAVON_SANDBOX_REGISTRIES"]; v != "" {
 		for _, h := range strings.Split(v, ",") {
 			h = strings.TrimSpace(h)
-			if err := sandbox.ValidateHost(h); err != nil {
+			if err := hostname.Validate(h); err != nil {
 				errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_REGISTRIES: %w", err))
 				continue
 			}

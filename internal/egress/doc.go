@@ -2,7 +2,7 @@
 // job's setup step, and nothing else, access to package registries (spec §3
 // "Egress", threat SB3).
 //
-// The runner stores a Grant for each job under Names.Egress(token) and
+// The runner stores a sandbox.EgressGrant for each job (valkeyq.EgressGrants) and
 // gives the setup step HTTPS_PROXY=http://job:<token>@<proxy>:<port>; it
 // deletes the grant when the setup step ends. The proxy allows exactly
 // this, and refuses everything else at once with a one-line text body, so

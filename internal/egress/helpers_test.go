@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"bufio"
 	"context"
 	"crypto/rand"
@@ -41,30 +43,30 @@ func basic(user, token string) string {
 // fakeGrants is an in-memory GrantStore.
 type fakeGrants struct {
 	mu     sync.Mutex
-	grants map[string]Grant
+	grants map[string]sandbox.EgressGrant
 	err    error // returned by every Lookup when set
 }
 
 var _ GrantStore = (*fakeGrants)(nil)
 
-func (f *fakeGrants) Lookup(_ context.Context, token string) (Grant, error) {
+func (f *fakeGrants) Lookup(_ context.Context, token string) (sandbox.EgressGrant, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
-		return Grant{}, f.err
+		return sandbox.EgressGrant{}, f.err
 	}
 	g, ok := f.grants[token]
 	if !ok {
-		return Grant{}, ErrUnknownToken
+		return sandbox.EgressGrant{}, sandbox.ErrUnknownEgressToken
 	}
 	return g, nil
 }
 
-func (f *fakeGrants) set(token string, g Grant) {
+func (f *fakeGrants) set(token string, g sandbox.EgressGrant) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.grants == nil {
-		f.grants = map[string]Grant{}
+		f.grants = map[string]sandbox.EgressGrant{}
 	}
 	f.grants[token] = g
 }

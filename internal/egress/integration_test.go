@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -21,7 +23,7 @@ import (
 
 // putGrant stores g under token as the runner does, as the control-plane
 // user, and deletes it at cleanup.
-func putGrant(tb testing.TB, admin valkey.Client, names sandbox.Names, token string, g Grant) {
+func putGrant(tb testing.TB, admin valkey.Client, names valkeyq.Names, token string, g sandbox.EgressGrant) {
 	tb.Helper()
 	b, err := json.Marshal(g)
 	if err != nil {
@@ -35,7 +37,7 @@ func putGrant(tb testing.TB, admin valkey.Client, names sandbox.Names, token str
 	tb.Cleanup(func() { admin.Do(context.Background(), admin.B().Del().Key(key).Build()) })
 }
 
-func delGrant(tb testing.TB, admin valkey.Client, names sandbox.Names, token string) {
+func delGrant(tb testing.TB, admin valkey.Client, names valkeyq.Names, token string) {
 	tb.Helper()
 	if err := admin.Do(context.Background(), admin.B().Del().Key(names.Egress(token)).Build()).Error(); err != nil {
 		tb.Fatal(err)
@@ -55,7 +57,7 @@ func TestIntegrationValkey(t *testing.T) {
 	t.Parallel()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
 	reader := testenv.Valkey(t, testenv.UserEgress)
-	names, err := sandbox.NamesFor(sandbox.DefaultPool)
+	names, err := valkeyq.NamesFor(sandbox.DefaultPool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,12 +72,12 @@ func TestIntegrationValkey(t *testing.T) {
 		"other.quavon.test":    addrs(publicLabel),
 		"evil.quavon.test":     addrs("127.0.0.1", "10.0.0.7", "169.254.169.254", "::ffff:127.0.0.1"),
 	}
-	proxyAddr, logs, _ := startProxy(t, Config{Grants: NewValkeyGrants(reader, names), Resolver: resolver, Dial: dialer.Dial})
+	proxyAddr, logs, _ := startProxy(t, Config{Grants: valkeyq.NewEgressGrants(reader, names), Resolver: resolver, Dial: dialer.Dial})
 
 	token := newToken(t)
-	putGrant(t, admin, names, token, Grant{JobID: "job-integration", Hosts: []string{"registry.quavon.test", "evil.quavon.test"}, NotAfter: time.Now().Add(5 * time.Minute).UTC()})
+	putGrant(t, admin, names, token, sandbox.EgressGrant{JobID: "job-integration", Hosts: []string{"registry.quavon.test", "evil.quavon.test"}, NotAfter: time.Now().Add(5 * time.Minute).UTC()})
 	expired := newToken(t)
-	putGrant(t, admin, names, expired, Grant{JobID: "job-expired", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(-time.Second).UTC()})
+	putGrant(t, admin, names, expired, sandbox.EgressGrant{JobID: "job-expired", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(-time.Second).UTC()})
 	auth := basic("job", token)
 
 	// A client configured the way the sandbox is: HTTPS_PROXY with job:token.
@@ -140,7 +142,7 @@ func TestIntegrationValkey(t *testing.T) {
 
 	t.Run("revoked while open, then replayed", func(t *testing.T) {
 		tok := newToken(t)
-		putGrant(t, admin, names, tok, Grant{JobID: "job-revoked", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(5 * time.Minute).UTC()})
+		putGrant(t, admin, names, tok, sandbox.EgressGrant{JobID: "job-revoked", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(5 * time.Minute).UTC()})
 		resp, body, conn, _ := connectReq(t, proxyAddr, "registry.quavon.test:443", basic("job", tok))
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%d %q", resp.StatusCode, body)

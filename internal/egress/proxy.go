@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"context"
 	"encoding/base64"
 	"errors"
@@ -15,9 +17,10 @@ import (
 	"time"
 )
 
-// GrantStore looks up the grant of a token (ValkeyGrants in production).
+// GrantStore looks up the grant of a token (valkeyq.EgressGrants in
+// production). The proxy needs nothing else from Valkey.
 type GrantStore interface {
-	Lookup(ctx context.Context, token string) (Grant, error)
+	Lookup(ctx context.Context, token string) (sandbox.EgressGrant, error)
 }
 
 // Resolver resolves names; *net.Resolver implements it.
@@ -222,43 +225,43 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate checks the Basic credentials and returns the token's grant.
-func (p *Proxy) authenticate(ctx context.Context, r *http.Request) (Grant, string, *denial) {
+func (p *Proxy) authenticate(ctx context.Context, r *http.Request) (sandbox.EgressGrant, string, *denial) {
 	vals := r.Header.Values("Proxy-Authorization")
 	if len(vals) == 0 {
-		return Grant{}, "", deny(http.StatusProxyAuthRequired, "proxy credentials required")
+		return sandbox.EgressGrant{}, "", deny(http.StatusProxyAuthRequired, "proxy credentials required")
 	}
 	bad := deny(http.StatusProxyAuthRequired, "malformed proxy credentials: want Basic job:<token>")
 	if len(vals) > 1 {
-		return Grant{}, "", bad
+		return sandbox.EgressGrant{}, "", bad
 	}
 	scheme, enc, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
 	if !ok || !strings.EqualFold(scheme, "Basic") {
-		return Grant{}, "", bad
+		return sandbox.EgressGrant{}, "", bad
 	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(enc))
 	if err != nil {
-		return Grant{}, "", bad
+		return sandbox.EgressGrant{}, "", bad
 	}
 	user, token, ok := strings.Cut(string(raw), ":")
 	if !ok {
-		return Grant{}, "", bad
+		return sandbox.EgressGrant{}, "", bad
 	}
 	if user != ProxyUser {
-		return Grant{}, "", deny(http.StatusProxyAuthRequired, "wrong proxy user: want %s", ProxyUser)
+		return sandbox.EgressGrant{}, "", deny(http.StatusProxyAuthRequired, "wrong proxy user: want %s", ProxyUser)
 	}
-	if !ValidToken(token) {
-		return Grant{}, "", deny(http.StatusProxyAuthRequired, "malformed token")
+	if !sandbox.ValidEgressToken(token) {
+		return sandbox.EgressGrant{}, "", deny(http.StatusProxyAuthRequired, "malformed token")
 	}
 	lctx, cancel := context.WithTimeout(ctx, p.cfg.LookupTimeout)
 	defer cancel()
 	g, err := p.cfg.Grants.Lookup(lctx, token)
 	switch {
-	case errors.Is(err, ErrUnknownToken):
-		return Grant{}, token, deny(http.StatusProxyAuthRequired, "unknown token")
-	case errors.Is(err, ErrInvalidGrant):
-		return Grant{}, token, deny(http.StatusProxyAuthRequired, "invalid grant")
+	case errors.Is(err, sandbox.ErrUnknownEgressToken):
+		return sandbox.EgressGrant{}, token, deny(http.StatusProxyAuthRequired, "unknown token")
+	case errors.Is(err, sandbox.ErrInvalidEgressGrant):
+		return sandbox.EgressGrant{}, token, deny(http.StatusProxyAuthRequired, "invalid grant")
 	case err != nil:
-		return Grant{}, token, deny(http.StatusServiceUnavailable, "grant store unavailable")
+		return sandbox.EgressGrant{}, token, deny(http.StatusServiceUnavailable, "grant store unavailable")
 	case !p.cfg.Now().Before(g.NotAfter):
 		return g, token, deny(http.StatusProxyAuthRequired, "grant expired")
 	}

@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -35,7 +37,7 @@ func newFixture(t *testing.T, mod func(*Config)) *fixture {
 		grants: &fakeGrants{},
 		dialer: &routeDialer{routes: map[string]string{publicLabel + ":443": echo}},
 	}
-	f.grants.set(f.token, Grant{JobID: "job-00000001", Hosts: []string{"registry.quavon.test", "evil.quavon.test", "mixed.quavon.test", "unreachable.quavon.test", "empty.quavon.test", "gone.quavon.test"}, NotAfter: time.Now().Add(time.Hour)})
+	f.grants.set(f.token, sandbox.EgressGrant{JobID: "job-00000001", Hosts: []string{"registry.quavon.test", "evil.quavon.test", "mixed.quavon.test", "unreachable.quavon.test", "empty.quavon.test", "gone.quavon.test"}, NotAfter: time.Now().Add(time.Hour)})
 	cfg := Config{
 		Grants: f.grants,
 		Resolver: fakeResolver{
@@ -58,7 +60,7 @@ func TestRefusals(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, nil)
 	expired := newToken(t)
-	f.grants.set(expired, Grant{JobID: "job-00000002", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(-time.Second)})
+	f.grants.set(expired, sandbox.EgressGrant{JobID: "job-00000002", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(-time.Second)})
 	auth := basic("job", f.token)
 	cases := []struct {
 		name, line string
@@ -129,7 +131,7 @@ func TestStoreUnavailable(t *testing.T) {
 	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "grant store unavailable") {
 		t.Fatalf("%d %q", resp.StatusCode, body)
 	}
-	f.grants.fail(ErrInvalidGrant)
+	f.grants.fail(sandbox.ErrInvalidEgressGrant)
 	resp, body, _, _ = connectReq(t, f.addr, "registry.quavon.test:443", basic("job", f.token))
 	if resp.StatusCode != http.StatusProxyAuthRequired || !strings.Contains(body, "invalid grant") {
 		t.Fatalf("%d %q", resp.StatusCode, body)
@@ -183,15 +185,15 @@ func TestTunnelEnds(t *testing.T) {
 		{"revoked", fast, func(f *fixture) { f.grants.remove(f.token) }, "grant revoked"},
 		{"store fails", fast, func(f *fixture) { f.grants.fail(errors.New("down")) }, "grant check failed"},
 		{"host removed", fast, func(f *fixture) {
-			f.grants.set(f.token, Grant{JobID: "job-00000001", Hosts: []string{"other.quavon.test"}, NotAfter: time.Now().Add(time.Hour)})
+			f.grants.set(f.token, sandbox.EgressGrant{JobID: "job-00000001", Hosts: []string{"other.quavon.test"}, NotAfter: time.Now().Add(time.Hour)})
 		}, "grant changed"},
 		{"shortened", fast, func(f *fixture) {
-			f.grants.set(f.token, Grant{JobID: "job-00000001", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(-time.Second)})
+			f.grants.set(f.token, sandbox.EgressGrant{JobID: "job-00000001", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(-time.Second)})
 		}, "grant expired"},
 		{"not after", func(c *Config) { c.RecheckInterval = time.Hour }, func(f *fixture) {
 			// The grant looks valid to the recheck; only the lifetime cap
 			// can end this tunnel.
-			f.grants.set(f.token, Grant{JobID: "job-00000001", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(200 * time.Millisecond)})
+			f.grants.set(f.token, sandbox.EgressGrant{JobID: "job-00000001", Hosts: []string{"registry.quavon.test"}, NotAfter: time.Now().Add(200 * time.Millisecond)})
 		}, "grant expired"},
 		{"idle", func(c *Config) { c.RecheckInterval = 20 * time.Millisecond; c.IdleTimeout = 200 * time.Millisecond }, nil, "idle timeout"},
 		{"shutdown", func(c *Config) { c.RecheckInterval = time.Hour }, func(f *fixture) { f.stop() }, "shutdown"},

@@ -1,12 +1,12 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/hostname"
+
 	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
-
-	"github.com/quavon/quavon/internal/sandbox"
 )
 
 // Port is the only port the proxy connects to.
@@ -24,7 +24,7 @@ const maxTarget = 253 + 1 + 5
 
 // ParseTarget parses the authority-form target of a CONNECT request
 // ("host:443") and returns the host in lower case. It accepts only a
-// fully qualified DNS name that sandbox.ValidateHost accepts, with no
+// fully qualified DNS name that hostname.Validate accepts, with no
 // trailing dot, and port 443 written as "443". It refuses, with
 // ErrIPLiteral, every spelling of an IP address a resolver might honour:
 // bracketed IPv6 (with or without a zone), dotted quads, and the inet_aton
@@ -66,7 +66,7 @@ func ParseTarget(target string) (host string, err error) {
 	if endsInNumber(host) {
 		return "", fmt.Errorf("%w: numeric host", ErrIPLiteral)
 	}
-	if sandbox.ValidateHost(host) != nil {
+	if hostname.Validate(host) != nil {
 		// Not its message: that quotes the host, which the log must not
 		// hold in part (a client may send its token as the target).
 		return "", fmt.Errorf("%w: want a fully qualified host name", ErrMalformedTarget)

@@ -1,14 +1,14 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/hostname"
+
 	"errors"
 	"net"
 	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/quavon/quavon/internal/sandbox"
 )
 
 var targetCases = []struct {
@@ -162,7 +162,7 @@ func TestInetAtonOracle(t *testing.T) {
 }
 
 // FuzzParseTarget: whatever the input, an accepted host is a lowercase
-// name sandbox.ValidateHost accepts, no resolver reads it as an address,
+// name hostname.Validate accepts, no resolver reads it as an address,
 // and it came from exactly "host:443".
 func FuzzParseTarget(f *testing.F) {
 	for _, c := range targetCases {
@@ -179,8 +179,8 @@ func FuzzParseTarget(f *testing.F) {
 			}
 			return
 		}
-		if err := sandbox.ValidateHost(host); err != nil {
-			t.Fatalf("ParseTarget(%q) = %q, which ValidateHost refuses: %v", target, host, err)
+		if err := hostname.Validate(host); err != nil {
+			t.Fatalf("ParseTarget(%q) = %q, which hostname.Validate refuses: %v", target, host, err)
 		}
 		if asciiLower(target) != host+":443" || strings.ToLower(host) != host {
 			t.Fatalf("ParseTarget(%q) = %q", target, host)

@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"context"
 	"errors"
 	"io"
@@ -20,7 +22,7 @@ type tunnel struct {
 
 // runTunnel copies until either side is done or the tunnel must close, and
 // returns why it ended. early holds bytes the client sent before the 200.
-func (p *Proxy) runTunnel(ctx context.Context, t *tunnel, early []byte, token string, g Grant, host string) string {
+func (p *Proxy) runTunnel(ctx context.Context, t *tunnel, early []byte, token string, g sandbox.EgressGrant, host string) string {
 	start := time.Now()
 	touch := func() { t.last.Store(int64(time.Since(start))) }
 	var wg sync.WaitGroup
@@ -81,12 +83,12 @@ func (p *Proxy) runTunnel(ctx context.Context, t *tunnel, early []byte, token st
 // recheck re-reads the grant of an open tunnel and says why the tunnel
 // must close, or "" when it may stay. It fails closed: a grant that cannot
 // be read closes the tunnel too.
-func (p *Proxy) recheck(ctx context.Context, token string, g Grant, host string) string {
+func (p *Proxy) recheck(ctx context.Context, token string, g sandbox.EgressGrant, host string) string {
 	lctx, cancel := context.WithTimeout(ctx, p.cfg.LookupTimeout)
 	defer cancel()
 	cur, err := p.cfg.Grants.Lookup(lctx, token)
 	switch {
-	case errors.Is(err, ErrUnknownToken):
+	case errors.Is(err, sandbox.ErrUnknownEgressToken):
 		return "grant revoked"
 	case ctx.Err() != nil:
 		return "shutdown"

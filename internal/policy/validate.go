@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"github.com/quavon/quavon/internal/hostname"
+
 	"fmt"
 	"path"
 	"strconv"
@@ -8,7 +10,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/secret"
 )
@@ -155,7 +156,7 @@ func (c *checker) fix(base string, f Fix) {
 
 	enum(c, base+"/egress", f.Egress, EgressNone, EgressRegistries)
 	list(c, base+"/registries", f.Registries, MaxRegistries, nil, func(p, h string) {
-		if err := sandbox.ValidateHost(h); err != nil {
+		if err := hostname.Validate(h); err != nil {
 			c.add(p, CodeInvalidHost, "%v", err)
 		}
 	})

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"github.com/quavon/quavon/internal/hostname"
+
 	"errors"
 	"fmt"
 	"regexp"
@@ -128,14 +130,13 @@ type SandboxJob struct {
 }
 
 var (
-	idRE        = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
-	tenantRE    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	blobIDRE    = regexp.MustCompile(`^[0-9a-f]{32}$`)
-	keyIDRE     = regexp.MustCompile(`^[0-9a-f]{16}$`)
-	sha256RE    = regexp.MustCompile(`^[0-9a-f]{64}$`)
-	byoRE       = regexp.MustCompile(`^byo:[a-z0-9][a-z0-9._-]{0,62}$`)
-	artefactRE  = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
-	hostLabelRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	idRE       = regexp.MustCompile(`^[A-Za-z0-9_-]{8,64}$`)
+	tenantRE   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	blobIDRE   = regexp.MustCompile(`^[0-9a-f]{32}$`)
+	keyIDRE    = regexp.MustCompile(`^[0-9a-f]{16}$`)
+	sha256RE   = regexp.MustCompile(`^[0-9a-f]{64}$`)
+	byoRE      = regexp.MustCompile(`^byo:[a-z0-9][a-z0-9._-]{0,62}$`)
+	artefactRE = regexp.MustCompile(`^[A-Za-z0-9_-][A-Za-z0-9._-]*$`)
 )
 
 // ImageClasses are the built-in image classes; byo:<name> classes come from
@@ -167,11 +168,11 @@ func (j *SandboxJob) Validate() error {
 	if !slices.Contains(ImageClasses, j.ImageClass) && !byoRE.MatchString(j.ImageClass) {
 		bad("imageClass %q: want one of %s or byo:<name>", clip(j.ImageClass), strings.Join(ImageClasses, ", "))
 	}
-	if err := j.Base.validate(j.TenantID); err != nil {
+	if err := j.Base.Validate(j.TenantID); err != nil {
 		bad("base: %w", err)
 	}
 	if j.Overlay != nil {
-		if err := j.Overlay.validate(j.TenantID); err != nil {
+		if err := j.Overlay.Validate(j.TenantID); err != nil {
 			bad("overlay: %w", err)
 		}
 		if j.Overlay.BlobID == j.Base.BlobID {
@@ -199,7 +200,7 @@ func (j *SandboxJob) Validate() error {
 			bad("egress: want 1-%d hosts", maxHosts)
 		}
 		for i, h := range j.Egress.Hosts {
-			if err := ValidateHost(h); err != nil {
+			if err := hostname.Validate(h); err != nil {
 				bad("egress.hosts[%d]: %w", i, err)
 			} else if slices.Contains(j.Egress.Hosts[:i], h) {
 				bad("egress.hosts[%d]: duplicate %q", i, h)
@@ -254,7 +255,8 @@ func (j *SandboxJob) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (r *SnapshotRef) validate(tenantID string) error {
+// Validate checks r's form and that it belongs to tenantID.
+func (r *SnapshotRef) Validate(tenantID string) error {
 	switch {
 	case r.TenantID != tenantID:
 		return errors.New("tenantId differs from the job's tenant")
@@ -266,27 +268,6 @@ func (r *SnapshotRef) validate(tenantID string) error {
 		return errors.New("sha256: want 64 lowercase hex")
 	case r.Bytes <= 0 || r.Bytes > HardMaxSnapshotBytes:
 		return fmt.Errorf("bytes: want 1..%d", HardMaxSnapshotBytes)
-	}
-	return nil
-}
-
-// ValidateHost accepts a lowercase DNS host name: no IP literal, port,
-// wildcard, trailing dot or IDN in Unicode form.
-func ValidateHost(h string) error {
-	if len(h) == 0 || len(h) > 253 {
-		return errors.New("host: want 1-253 bytes")
-	}
-	labels := strings.Split(h, ".")
-	if len(labels) < 2 {
-		return fmt.Errorf("host %q: want a fully qualified name", clip(h))
-	}
-	for _, l := range labels {
-		if !hostLabelRE.MatchString(l) {
-			return fmt.Errorf("host %q: want lowercase letters, digits and inner hyphens per label", clip(h))
-		}
-	}
-	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" {
-		return fmt.Errorf("host %q: IP literals are not host names", clip(h))
 	}
 	return nil
 }
@@ -382,3 +363,10 @@ func clip(s string) string {
 	}
 	return s[:cut] + "…"
 }
+
+// ValidJobID, ValidTenantID, ValidBlobID and ValidRunnerID report whether s
+// has the form the contract gives that id.
+func ValidJobID(s string) bool    { return idRE.MatchString(s) }
+func ValidTenantID(s string) bool { return tenantRE.MatchString(s) }
+func ValidBlobID(s string) bool   { return blobIDRE.MatchString(s) }
+func ValidRunnerID(s string) bool { return runnerIDRE.MatchString(s) }

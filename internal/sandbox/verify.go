@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/valkey-io/valkey-go"
 )
 
 // ReplayGuard remembers job ids. Remember reports false when id was seen
@@ -29,7 +27,7 @@ func NewVerifier(keys *KeyRing, pool string, replay ReplayGuard, now func() time
 	if keys == nil || replay == nil {
 		return nil, errors.New("sandbox.NewVerifier: key ring and replay guard are required")
 	}
-	if _, err := NamesFor(pool); err != nil {
+	if err := ValidatePool(pool); err != nil {
 		return nil, err
 	}
 	if now == nil {
@@ -67,28 +65,4 @@ func (v *Verifier) Verify(ctx context.Context, envelope []byte) (*SandboxJob, er
 		return nil, fmt.Errorf("%w: job %s", ErrReplayed, job.ID)
 	}
 	return job, nil
-}
-
-// ValkeyReplayGuard keeps seen job ids under <prefix>:seen:<jobId>.
-type ValkeyReplayGuard struct {
-	client valkey.Client
-	names  Names
-}
-
-// NewValkeyReplayGuard returns a guard for one pool.
-func NewValkeyReplayGuard(client valkey.Client, names Names) *ValkeyReplayGuard {
-	return &ValkeyReplayGuard{client: client, names: names}
-}
-
-// Remember sets the seen key with SET NX until until.
-func (g *ValkeyReplayGuard) Remember(ctx context.Context, jobID string, until time.Time) (bool, error) {
-	cmd := g.client.B().Set().Key(g.names.Seen(jobID)).Value("1").Nx().Pxat(until).Build()
-	err := g.client.Do(ctx, cmd).Error()
-	if valkey.IsValkeyNil(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return true, nil
 }

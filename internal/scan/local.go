@@ -1,6 +1,8 @@
 package scan
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"crypto/rand"
 	"errors"
@@ -22,7 +24,7 @@ import (
 // blob store), an ephemeral signing key, and the runner code of a
 // deployment, in process, on the local Docker Engine.
 type Local struct {
-	Client  *sandbox.Client
+	Client  *valkeyq.Client
 	Backend string
 	Runtime string
 	valkey  *qvalkey.Embedded

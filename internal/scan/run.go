@@ -1,6 +1,8 @@
 package scan
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -69,7 +71,7 @@ func (o *Outcome) Incomplete() bool {
 }
 
 // Run scans plan in the sandbox through client.
-func Run(ctx context.Context, client *sandbox.Client, plan *Plan, opt Options) (*Outcome, error) {
+func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (*Outcome, error) {
 	if opt.TenantID == "" {
 		opt.TenantID = "local"
 	}
@@ -103,7 +105,7 @@ func Run(ctx context.Context, client *sandbox.Client, plan *Plan, opt Options) (
 		artefacts = append(artefacts, sast.OutputArtefact(t))
 	}
 	artefacts = append(artefacts, opt.ExtraArtefacts...)
-	res, err := client.Run(ctx, sandbox.JobSpec{
+	res, err := client.Run(ctx, valkeyq.JobSpec{
 		TenantID: opt.TenantID, Purpose: sandbox.PurposeSAST, ImageClass: opt.ImageClass,
 		RunCommand: RunCommand, Egress: sandbox.Egress{Mode: sandbox.EgressNone},
 		Env:    map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true", sandbox.EnvNoColor: "1"},

@@ -4,50 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/valkey-io/valkey-go"
-
-	"github.com/quavon/quavon/internal/egress"
 	"github.com/quavon/quavon/internal/sandbox"
 )
 
-// EgressGrants stores per-job proxy credentials where the egress proxy
-// (Valkey user egress, read-only) looks them up, and deletes them.
-type EgressGrants struct {
-	client valkey.Client
-	names  sandbox.Names
-}
-
-// NewEgressGrants returns the grant store of one pool.
-func NewEgressGrants(client valkey.Client, names sandbox.Names) *EgressGrants {
-	return &EgressGrants{client: client, names: names}
-}
-
-// Put stores grant under token until grant.NotAfter.
-func (g *EgressGrants) Put(ctx context.Context, token string, grant egress.Grant) error {
-	if !egress.ValidToken(token) {
-		return errors.New("egress grant: invalid token")
-	}
-	if err := grant.Validate(); err != nil {
-		return fmt.Errorf("egress grant: %w", err)
-	}
-	data, err := json.Marshal(grant)
-	if err != nil {
-		return err
-	}
-	return g.client.Do(ctx, g.client.B().Set().Key(g.names.Egress(token)).Value(string(data)).Pxat(grant.NotAfter).Build()).Error()
-}
-
-// Revoke deletes the grant of token; deleting a missing grant is fine.
-func (g *EgressGrants) Revoke(ctx context.Context, token string) error {
-	return g.client.Do(ctx, g.client.B().Del().Key(g.names.Egress(token)).Build()).Error()
+// GrantStore puts and revokes per-job proxy credentials where the egress
+// proxy looks them up (valkeyq.EgressGrants in production).
+type GrantStore interface {
+	Put(ctx context.Context, token string, grant sandbox.EgressGrant) error
+	Revoke(ctx context.Context, token string) error
 }
 
 // egressPass is one job's setup-step egress: the credential in Valkey and
@@ -56,7 +26,7 @@ type egressPass struct {
 	jobID   string
 	token   string
 	env     []string
-	grants  *EgressGrants
+	grants  GrantStore
 	backend Backend
 	log     *slog.Logger
 
@@ -107,7 +77,7 @@ func (e *Executor) openEgress(ctx context.Context, job *sandbox.SandboxJob, limi
 	var b [32]byte
 	rand.Read(b[:])
 	token := hex.EncodeToString(b[:])
-	grant := egress.Grant{JobID: job.ID, Hosts: hosts,
+	grant := sandbox.EgressGrant{JobID: job.ID, Hosts: hosts,
 		NotAfter: time.Now().UTC().Add(time.Duration(limits.SetupSeconds)*time.Second + setupGrace).Truncate(time.Second)}
 	if err := e.egress.Grants.Put(ctx, token, grant); err != nil {
 		e.log.Error("sandbox egress credential not stored", slog.String("job_id", job.ID), slog.String("error", err.Error()))

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"errors"
 	"fmt"
@@ -23,7 +25,7 @@ type Executor struct {
 	egress   *EgressConfig
 	backend  Backend
 	images   *Lockfile
-	blobs    *sandbox.BlobStore
+	blobs    *valkeyq.BlobStore
 	ceiling  sandbox.Limits
 	snapshot snapshot.Limits
 	log      *slog.Logger
@@ -35,7 +37,7 @@ var _ Runtime = (*Executor)(nil)
 type ExecutorConfig struct {
 	Backend  Backend
 	Images   *Lockfile
-	Blobs    *sandbox.BlobStore
+	Blobs    *valkeyq.BlobStore
 	Ceiling  sandbox.Limits  // SANDBOX_LIMIT_CEILING
 	Snapshot snapshot.Limits // entry and unpacked caps passed to the entry program
 	Log      *slog.Logger
@@ -52,7 +54,7 @@ type EgressConfig struct {
 	// HostProxy: the proxy runs on the host at the network's gateway
 	// (development only: the host is then reachable from setup steps).
 	HostProxy bool
-	Grants    *EgressGrants // per-job credentials in Valkey
+	Grants    GrantStore // per-job credentials (valkeyq.EgressGrants)
 }
 
 // NewExecutor validates cfg.

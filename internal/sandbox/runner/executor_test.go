@@ -1,6 +1,8 @@
 package runner_test
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"archive/tar"
 	"context"
 	"encoding/json"
@@ -52,9 +54,9 @@ func TestExecutorUsesSnapshotsOnce(t *testing.T) {
 	t.Parallel()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
 	pool := testenv.Pool(t, admin)
-	names, _ := sandbox.NamesFor(pool)
+	names, _ := valkeyq.NamesFor(pool)
 	keys := keyRing(t, key(t, 4))
-	blobs, err := sandbox.NewBlobStore(admin, sandbox.BlobConfig{Names: names, Keys: keys})
+	blobs, err := valkeyq.NewBlobStore(admin, valkeyq.BlobConfig{Names: names, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -31,7 +33,7 @@ type LocalConfig struct {
 
 // Local is a running in-process runner and the client that feeds it.
 type Local struct {
-	Client *sandbox.Client
+	Client *valkeyq.Client
 	stop   context.CancelFunc
 	done   chan struct{}
 }
@@ -41,17 +43,17 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (*Local, error) {
 	if cfg.Valkey == nil || cfg.Keys == nil || cfg.Log == nil {
 		return nil, errors.New("runner.StartLocal: valkey, keys and log are required")
 	}
-	names, err := sandbox.NamesFor(cfg.Pool)
+	names, err := valkeyq.NamesFor(cfg.Pool)
 	if err != nil {
 		return nil, err
 	}
-	blobs, err := sandbox.NewBlobStore(cfg.Valkey, sandbox.BlobConfig{Names: names, Keys: cfg.Keys, MaxBytes: cfg.Snapshot.MaxBytes})
+	blobs, err := valkeyq.NewBlobStore(cfg.Valkey, valkeyq.BlobConfig{Names: names, Keys: cfg.Keys, MaxBytes: cfg.Snapshot.MaxBytes})
 	if err != nil {
 		return nil, err
 	}
 	if cfg.Egress != nil {
 		eg := *cfg.Egress
-		eg.Grants = NewEgressGrants(cfg.Valkey, names)
+		eg.Grants = valkeyq.NewEgressGrants(cfg.Valkey, names)
 		cfg.Egress = &eg
 	}
 	ex, err := NewExecutor(ExecutorConfig{Backend: cfg.Backend, Images: cfg.Images, Blobs: blobs, Ceiling: cfg.Ceiling,
@@ -60,14 +62,14 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (*Local, error) {
 		return nil, err
 	}
 	id := "local-" + names.Prefix()
-	consumer, err := sandbox.NewConsumer(cfg.Valkey, names, id, time.Second)
+	consumer, err := valkeyq.NewConsumer(cfg.Valkey, names, id, time.Second)
 	if err != nil {
 		return nil, err
 	}
 	if err := consumer.EnsureGroup(ctx); err != nil {
 		return nil, err
 	}
-	verifier, err := sandbox.NewVerifier(cfg.Keys, cfg.Pool, sandbox.NewValkeyReplayGuard(cfg.Valkey, names), nil)
+	verifier, err := sandbox.NewVerifier(cfg.Keys, cfg.Pool, valkeyq.NewReplayGuard(cfg.Valkey, names), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +77,7 @@ func StartLocal(ctx context.Context, cfg LocalConfig) (*Local, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := sandbox.NewClient(cfg.Pool, sandbox.NewQueue(cfg.Valkey, names, cfg.Keys), blobs, cfg.Snapshot)
+	client, err := valkeyq.NewClient(cfg.Pool, valkeyq.NewQueue(cfg.Valkey, names, cfg.Keys), blobs, cfg.Snapshot)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,8 @@
 package runner
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +29,7 @@ type Runtime interface {
 
 // Source is where jobs come from and results go to.
 type Source interface {
-	Next(ctx context.Context) (sandbox.Delivery, error)
+	Next(ctx context.Context) (valkeyq.Delivery, error)
 	Publish(ctx context.Context, jobID string, envelope []byte) error
 }
 
@@ -36,7 +38,7 @@ type JobVerifier interface {
 	Verify(ctx context.Context, envelope []byte) (*sandbox.SandboxJob, error)
 }
 
-var _ Source = (*sandbox.Consumer)(nil)
+var _ Source = (*valkeyq.Consumer)(nil)
 var _ JobVerifier = (*sandbox.Verifier)(nil)
 
 // Config wires a Runner.
@@ -78,7 +80,7 @@ func (r *Runner) Serve(ctx context.Context) error {
 	for range r.cfg.Concurrency {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				if err := r.HandleOne(ctx); err != nil && !errors.Is(err, sandbox.ErrNoJob) && ctx.Err() == nil {
+				if err := r.HandleOne(ctx); err != nil && !errors.Is(err, valkeyq.ErrNoJob) && ctx.Err() == nil {
 					r.cfg.Log.Error("sandbox job loop", slog.String("error", err.Error()))
 				}
 			}
@@ -109,7 +111,7 @@ func claimedID(envelope []byte) string {
 }
 
 // HandleOne reads, verifies, runs and reports one job. It returns
-// sandbox.ErrNoJob when none arrived within the source's block time.
+// valkeyq.ErrNoJob when none arrived within the source's block time.
 func (r *Runner) HandleOne(ctx context.Context) error {
 	d, err := r.cfg.Source.Next(ctx)
 	if err != nil {

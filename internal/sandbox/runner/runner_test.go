@@ -1,6 +1,8 @@
 package runner_test
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -36,7 +38,7 @@ func emptySnapshot(t *testing.T) []byte {
 // like the real runner, fetches and deletes the job's snapshot.
 type countingRuntime struct {
 	calls atomic.Int32
-	blobs *sandbox.BlobStore
+	blobs *valkeyq.BlobStore
 	seen  []byte
 }
 
@@ -80,9 +82,9 @@ func keyRing(tb testing.TB, cur sandbox.Key, prev ...sandbox.Key) *sandbox.KeyRi
 
 type fixture struct {
 	pool    string
-	names   sandbox.Names
+	names   valkeyq.Names
 	keys    *sandbox.KeyRing
-	queue   *sandbox.Queue
+	queue   *valkeyq.Queue
 	runner  *runner.Runner
 	runtime *countingRuntime
 	logs    *testenv.LogBuffer
@@ -93,22 +95,22 @@ type fixture struct {
 // default pool).
 func newFixture(t *testing.T, worker, runnerClient valkey.Client, pool string, keys *sandbox.KeyRing) *fixture {
 	t.Helper()
-	names, err := sandbox.NamesFor(pool)
+	names, err := valkeyq.NamesFor(pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	consumer, err := sandbox.NewConsumer(runnerClient, names, "runner-test", 200*time.Millisecond)
+	consumer, err := valkeyq.NewConsumer(runnerClient, names, "runner-test", 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := consumer.EnsureGroup(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	verifier, err := sandbox.NewVerifier(keys, pool, sandbox.NewValkeyReplayGuard(runnerClient, names), nil)
+	verifier, err := sandbox.NewVerifier(keys, pool, valkeyq.NewReplayGuard(runnerClient, names), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	blobs, err := sandbox.NewBlobStore(runnerClient, sandbox.BlobConfig{Names: names, Keys: keys})
+	blobs, err := valkeyq.NewBlobStore(runnerClient, valkeyq.BlobConfig{Names: names, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,12 +121,12 @@ func newFixture(t *testing.T, worker, runnerClient valkey.Client, pool string, k
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{pool: pool, names: names, keys: keys, queue: sandbox.NewQueue(worker, names, keys), runner: r, runtime: rt, logs: logs}
+	return &fixture{pool: pool, names: names, keys: keys, queue: valkeyq.NewQueue(worker, names, keys), runner: r, runtime: rt, logs: logs}
 }
 
 func (f *fixture) job(t *testing.T, worker valkey.Client, id string, snapshot []byte) *sandbox.SandboxJob {
 	t.Helper()
-	blobs, err := sandbox.NewBlobStore(worker, sandbox.BlobConfig{Names: f.names, Keys: f.keys})
+	blobs, err := valkeyq.NewBlobStore(worker, valkeyq.BlobConfig{Names: f.names, Keys: f.keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +301,7 @@ func TestRejectedBeforeAnyRuntimeCall(t *testing.T) {
 	if err != nil || res.Status != sandbox.StatusCompleted {
 		t.Fatalf("valid job: %+v, %v", res, err)
 	}
-	if _, err := f.handle(t, j.ID, time.Second); !errors.Is(err, sandbox.ErrResultTimeout) {
+	if _, err := f.handle(t, j.ID, time.Second); !errors.Is(err, valkeyq.ErrResultTimeout) {
 		t.Fatalf("replay produced a result: %v", err)
 	}
 	if got := f.runtime.calls.Load(); got != 1 {
@@ -336,9 +338,9 @@ func TestConcurrencyLimit(t *testing.T) {
 	pool := testenv.Pool(t, worker)
 	keys := keyRing(t, key(t, 3))
 	f := newFixture(t, worker, worker, pool, keys)
-	names, _ := sandbox.NamesFor(pool)
-	consumer, _ := sandbox.NewConsumer(worker, names, "runner-c", 100*time.Millisecond)
-	verifier, _ := sandbox.NewVerifier(keys, pool, sandbox.NewValkeyReplayGuard(worker, names), nil)
+	names, _ := valkeyq.NamesFor(pool)
+	consumer, _ := valkeyq.NewConsumer(worker, names, "runner-c", 100*time.Millisecond)
+	verifier, _ := sandbox.NewVerifier(keys, pool, valkeyq.NewReplayGuard(worker, names), nil)
 	rt := &slowRuntime{release: make(chan struct{})}
 	r, err := runner.New(runner.Config{ID: "runner-c", Source: consumer, Verifier: verifier, Keys: keys, Runtime: rt,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Concurrency: 2})

@@ -1,6 +1,8 @@
 package docker_test
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bufio"
 	"context"
 	"crypto/ecdsa"
@@ -107,10 +109,10 @@ func TestEgressSetupStep(t *testing.T) {
 	// The proxy, on the network's gateway (its only other member here).
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
 	pool := testenv.Pool(t, admin)
-	names, _ := sandbox.NamesFor(pool)
+	names, _ := valkeyq.NamesFor(pool)
 	dials := 0
 	proxy, err := egress.New(egress.Config{
-		Grants: egress.NewValkeyGrants(admin, names),
+		Grants: valkeyq.NewEgressGrants(admin, names),
 		Log:    slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Resolver: fakeResolver{
 			"registry.quavon.test": {registryLabel},

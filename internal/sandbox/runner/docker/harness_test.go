@@ -1,6 +1,8 @@
 package docker_test
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -34,7 +36,7 @@ const (
 // harness is a worker-side client and a real runner (in-process) on real
 // Valkey and a real Docker Engine, one pool per test.
 type harness struct {
-	client  *sandbox.Client
+	client  *valkeyq.Client
 	docker  *client.Client
 	backend *docker.Backend
 	logs    *testenv.LogBuffer
@@ -133,13 +135,13 @@ func smallLimits() sandbox.Limits {
 		WorkBytes: 128 << 20, TmpBytes: 16 << 20, OutputBytes: 1 << 20, NoFile: 256, FileSizeBytes: 64 << 20}
 }
 
-func spec(class, run string) sandbox.JobSpec {
-	return sandbox.JobSpec{TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest, ImageClass: class, RunCommand: run,
+func spec(class, run string) valkeyq.JobSpec {
+	return valkeyq.JobSpec{TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest, ImageClass: class, RunCommand: run,
 		Egress: sandbox.Egress{Mode: sandbox.EgressNone}, Limits: smallLimits(),
 		Env: map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true"}}
 }
 
-func (h *harness) run(t *testing.T, s sandbox.JobSpec, base string) *sandbox.SandboxResult {
+func (h *harness) run(t *testing.T, s valkeyq.JobSpec, base string) *sandbox.SandboxResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -1,6 +1,8 @@
-package sandbox_test
+package valkeyq_test
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -34,18 +36,18 @@ func ring(tb testing.TB, fills ...byte) *sandbox.KeyRing {
 
 type blobFixture struct {
 	admin valkey.Client
-	names sandbox.Names
-	store *sandbox.BlobStore
+	names valkeyq.Names
+	store *valkeyq.BlobStore
 }
 
 func newBlobFixture(t *testing.T, keys *sandbox.KeyRing) blobFixture {
 	t.Helper()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
-	names, err := sandbox.NamesFor(testenv.Pool(t, admin))
+	names, err := valkeyq.NamesFor(testenv.Pool(t, admin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, err := sandbox.NewBlobStore(admin, sandbox.BlobConfig{Names: names, Keys: keys, TTL: time.Minute})
+	store, err := valkeyq.NewBlobStore(admin, valkeyq.BlobConfig{Names: names, Keys: keys, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +92,7 @@ func TestBlobRoundTrip(t *testing.T) {
 		if err := f.store.Delete(ctx, ref); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.store.Fetch(ctx, ref, "tenant-a"); !errors.Is(err, sandbox.ErrBlobMissing) {
+		if _, err := f.store.Fetch(ctx, ref, "tenant-a"); !errors.Is(err, valkeyq.ErrBlobMissing) {
 			t.Fatalf("after Delete: %v", err)
 		}
 	}
@@ -131,19 +133,19 @@ func TestBlobRotationAndCaps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rotated, _ := sandbox.NewBlobStore(old.admin, sandbox.BlobConfig{Names: old.names, Keys: ring(t, 3, 2), TTL: time.Minute})
+	rotated, _ := valkeyq.NewBlobStore(old.admin, valkeyq.BlobConfig{Names: old.names, Keys: ring(t, 3, 2), TTL: time.Minute})
 	if got, err := rotated.Fetch(ctx, ref, "tenant-a"); err != nil || string(got) != "snapshot" {
 		t.Fatalf("previous key: %q, %v", got, err)
 	}
-	removed, _ := sandbox.NewBlobStore(old.admin, sandbox.BlobConfig{Names: old.names, Keys: ring(t, 3), TTL: time.Minute})
+	removed, _ := valkeyq.NewBlobStore(old.admin, valkeyq.BlobConfig{Names: old.names, Keys: ring(t, 3), TTL: time.Minute})
 	if _, err := removed.Fetch(ctx, ref, "tenant-a"); !errors.Is(err, sandbox.ErrUnknownKey) {
 		t.Fatalf("removed key: %v", err)
 	}
-	small, _ := sandbox.NewBlobStore(old.admin, sandbox.BlobConfig{Names: old.names, Keys: ring(t, 2), TTL: time.Minute, MaxBytes: 4})
-	if _, err := small.Store(ctx, "tenant-a", []byte("12345")); !errors.Is(err, sandbox.ErrBlobTooLarge) {
+	small, _ := valkeyq.NewBlobStore(old.admin, valkeyq.BlobConfig{Names: old.names, Keys: ring(t, 2), TTL: time.Minute, MaxBytes: 4})
+	if _, err := small.Store(ctx, "tenant-a", []byte("12345")); !errors.Is(err, valkeyq.ErrBlobTooLarge) {
 		t.Fatalf("store over cap: %v", err)
 	}
-	if _, err := small.Fetch(ctx, ref, "tenant-a"); !errors.Is(err, sandbox.ErrBlobTooLarge) {
+	if _, err := small.Fetch(ctx, ref, "tenant-a"); !errors.Is(err, valkeyq.ErrBlobTooLarge) {
 		t.Fatalf("fetch over cap: %v", err)
 	}
 	if _, err := old.store.Store(ctx, "tenant-a", nil); err == nil {
@@ -180,36 +182,36 @@ func TestBlobTampering(t *testing.T) {
 			c := get(f.names.Blob(ref.BlobID, 1))
 			c[len(c)/2] ^= 1
 			set(f.names.Blob(ref.BlobID, 1), c)
-		}, "tenant-a", sandbox.ErrBlobCorrupt},
+		}, "tenant-a", valkeyq.ErrBlobCorrupt},
 		{"flipped IV", func(ref *sandbox.SnapshotRef) {
 			c := get(f.names.Blob(ref.BlobID, 0))
 			c[0] ^= 1
 			set(f.names.Blob(ref.BlobID, 0), c)
-		}, "tenant-a", sandbox.ErrBlobCorrupt},
+		}, "tenant-a", valkeyq.ErrBlobCorrupt},
 		{"swapped chunks", func(ref *sandbox.SnapshotRef) {
 			a, b := get(f.names.Blob(ref.BlobID, 0)), get(f.names.Blob(ref.BlobID, 1))
 			set(f.names.Blob(ref.BlobID, 0), b)
 			set(f.names.Blob(ref.BlobID, 1), a)
-		}, "tenant-a", sandbox.ErrBlobCorrupt},
+		}, "tenant-a", valkeyq.ErrBlobCorrupt},
 		{"dropped last chunk", func(ref *sandbox.SnapshotRef) {
 			f.admin.Do(ctx, f.admin.B().Del().Key(f.names.Blob(ref.BlobID, 3)).Build())
-		}, "tenant-a", sandbox.ErrBlobMissing},
+		}, "tenant-a", valkeyq.ErrBlobMissing},
 		{"truncated count", func(ref *sandbox.SnapshotRef) {
 			// Claim fewer bytes: the last chunk's AAD says n/4, not n/3.
 			ref.Bytes = 3 * sandbox.BlobChunkSize
-		}, "tenant-a", sandbox.ErrBlobCorrupt},
-		{"truncated inside the last chunk", func(ref *sandbox.SnapshotRef) { ref.Bytes-- }, "tenant-a", sandbox.ErrBlobCorrupt},
-		{"other tenant's ref", func(ref *sandbox.SnapshotRef) {}, "tenant-b", sandbox.ErrBlobTenant},
-		{"ref relabelled to the fetching tenant", func(ref *sandbox.SnapshotRef) { ref.TenantID = "tenant-b" }, "tenant-b", sandbox.ErrBlobCorrupt},
-		{"wrong sha256", func(ref *sandbox.SnapshotRef) { ref.SHA256 = strings.Repeat("0", 64) }, "tenant-a", sandbox.ErrBlobChecksum},
+		}, "tenant-a", valkeyq.ErrBlobCorrupt},
+		{"truncated inside the last chunk", func(ref *sandbox.SnapshotRef) { ref.Bytes-- }, "tenant-a", valkeyq.ErrBlobCorrupt},
+		{"other tenant's ref", func(ref *sandbox.SnapshotRef) {}, "tenant-b", valkeyq.ErrBlobTenant},
+		{"ref relabelled to the fetching tenant", func(ref *sandbox.SnapshotRef) { ref.TenantID = "tenant-b" }, "tenant-b", valkeyq.ErrBlobCorrupt},
+		{"wrong sha256", func(ref *sandbox.SnapshotRef) { ref.SHA256 = strings.Repeat("0", 64) }, "tenant-a", valkeyq.ErrBlobChecksum},
 		{"chunk moved from another blob", func(ref *sandbox.SnapshotRef) {
 			other, err := f.store.Store(ctx, "tenant-a", randomBytes(sandbox.BlobChunkSize))
 			if err != nil {
 				t.Fatal(err)
 			}
 			set(f.names.Blob(ref.BlobID, 0), get(f.names.Blob(other.BlobID, 0)))
-		}, "tenant-a", sandbox.ErrBlobCorrupt},
-		{"other blob id", func(ref *sandbox.SnapshotRef) { ref.BlobID = strings.Repeat("f", 32) }, "tenant-a", sandbox.ErrBlobMissing},
+		}, "tenant-a", valkeyq.ErrBlobCorrupt},
+		{"other blob id", func(ref *sandbox.SnapshotRef) { ref.BlobID = strings.Repeat("f", 32) }, "tenant-a", valkeyq.ErrBlobMissing},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

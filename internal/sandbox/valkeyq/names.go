@@ -1,17 +1,13 @@
-package sandbox
+package valkeyq
 
 import (
 	"fmt"
-	"regexp"
-)
 
-// DefaultPool is the pool of all hosted runners.
-const DefaultPool = "default"
+	"github.com/quavon/quavon/internal/sandbox"
+)
 
 // ConsumerGroup is the one consumer group every runner of a pool joins.
 const ConsumerGroup = "runners"
-
-var poolRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // Names builds the Valkey key names of one pool.
 type Names struct {
@@ -22,10 +18,10 @@ type Names struct {
 // quavon-sandbox; pool p uses quavon-sandbox-p, so an ACL pattern
 // quavon-sandbox:* never covers another pool's keys.
 func NamesFor(pool string) (Names, error) {
-	if !poolRE.MatchString(pool) {
-		return Names{}, fmt.Errorf("sandbox pool %q: want 1-32 of [a-z0-9-], starting with a letter or digit", pool)
+	if err := sandbox.ValidatePool(pool); err != nil {
+		return Names{}, err
 	}
-	if pool == DefaultPool {
+	if pool == sandbox.DefaultPool {
 		return Names{prefix: "quavon-sandbox"}, nil
 	}
 	return Names{prefix: "quavon-sandbox-" + pool}, nil

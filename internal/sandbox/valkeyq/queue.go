@@ -1,6 +1,8 @@
-package sandbox
+package valkeyq
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -16,7 +18,7 @@ const (
 	// read, so only the most recent ones matter.
 	DefaultStreamMaxLen = 10_000
 	// ResultTTL is how long an unclaimed result stays in Valkey.
-	ResultTTL = MaxJobTTL
+	ResultTTL = sandbox.MaxJobTTL
 	// resultGrace is added to a job's own time budget when the worker waits.
 	resultGrace = 30 * time.Second
 )
@@ -33,18 +35,18 @@ var (
 type Queue struct {
 	client valkey.Client
 	names  Names
-	keys   *KeyRing
+	keys   *sandbox.KeyRing
 	now    func() time.Time
 }
 
 // NewQueue returns the worker side of pool names.
-func NewQueue(client valkey.Client, names Names, keys *KeyRing) *Queue {
+func NewQueue(client valkey.Client, names Names, keys *sandbox.KeyRing) *Queue {
 	return &Queue{client: client, names: names, keys: keys, now: time.Now}
 }
 
 // Enqueue signs job and appends it to the pool's stream.
-func (q *Queue) Enqueue(ctx context.Context, job *SandboxJob) error {
-	env, err := SignJob(q.keys, job)
+func (q *Queue) Enqueue(ctx context.Context, job *sandbox.SandboxJob) error {
+	env, err := sandbox.SignJob(q.keys, job)
 	if err != nil {
 		return err
 	}
@@ -57,7 +59,7 @@ func (q *Queue) EnqueueSigned(ctx context.Context, envelope []byte) error {
 	cmd := q.client.B().Xadd().Key(q.names.Jobs()).Maxlen().Almost().Threshold(fmt.Sprint(DefaultStreamMaxLen)).
 		Id("*").FieldValue().FieldValue("job", valkey.BinaryString(envelope)).Build()
 	if err := q.client.Do(ctx, cmd).Error(); err != nil {
-		return fmt.Errorf("sandbox.Queue.Enqueue: %w", err)
+		return fmt.Errorf("Queue.Enqueue: %w", err)
 	}
 	return nil
 }
@@ -65,12 +67,12 @@ func (q *Queue) EnqueueSigned(ctx context.Context, envelope []byte) error {
 // AwaitResult blocks until the signed result of jobID arrives or deadline
 // passes, then verifies it. A job whose runner died ends here with
 // ErrResultTimeout; it is never run again.
-func (q *Queue) AwaitResult(ctx context.Context, jobID string, deadline time.Time) (*SandboxResult, error) {
+func (q *Queue) AwaitResult(ctx context.Context, jobID string, deadline time.Time) (*sandbox.SandboxResult, error) {
 	key := q.names.Result(jobID)
 	for {
 		left := deadline.Sub(q.now())
 		if left <= 0 {
-			return nil, fmt.Errorf("sandbox.Queue.AwaitResult %s: %w", jobID, ErrResultTimeout)
+			return nil, fmt.Errorf("Queue.AwaitResult %s: %w", jobID, ErrResultTimeout)
 		}
 		// BLPOP takes seconds; wake at least every 5 s to honour ctx.
 		wait := min(left, 5*time.Second)
@@ -79,17 +81,17 @@ func (q *Queue) AwaitResult(ctx context.Context, jobID string, deadline time.Tim
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("sandbox.Queue.AwaitResult %s: %w", jobID, err)
+			return nil, fmt.Errorf("Queue.AwaitResult %s: %w", jobID, err)
 		}
 		if len(arr) != 2 {
-			return nil, fmt.Errorf("sandbox.Queue.AwaitResult %s: unexpected BLPOP reply", jobID)
+			return nil, fmt.Errorf("Queue.AwaitResult %s: unexpected BLPOP reply", jobID)
 		}
-		res, err := OpenResult(q.keys, []byte(arr[1]))
+		res, err := sandbox.OpenResult(q.keys, []byte(arr[1]))
 		if err != nil {
-			return nil, fmt.Errorf("sandbox.Queue.AwaitResult %s: %w", jobID, err)
+			return nil, fmt.Errorf("Queue.AwaitResult %s: %w", jobID, err)
 		}
 		if res.JobID != jobID {
-			return nil, fmt.Errorf("sandbox.Queue.AwaitResult %s: %w (%s)", jobID, ErrResultMismatch, res.JobID)
+			return nil, fmt.Errorf("Queue.AwaitResult %s: %w (%s)", jobID, ErrResultMismatch, res.JobID)
 		}
 		return res, nil
 	}
@@ -97,7 +99,7 @@ func (q *Queue) AwaitResult(ctx context.Context, jobID string, deadline time.Tim
 
 // Run enqueues job and waits for its result until the job's notAfter plus
 // its wall clock and a grace period.
-func (q *Queue) Run(ctx context.Context, job *SandboxJob) (*SandboxResult, error) {
+func (q *Queue) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.SandboxResult, error) {
 	if err := q.Enqueue(ctx, job); err != nil {
 		return nil, err
 	}
@@ -122,8 +124,8 @@ type Consumer struct {
 // NewConsumer returns a consumer named consumer (the runner id) that blocks
 // up to block for each read.
 func NewConsumer(client valkey.Client, names Names, consumer string, block time.Duration) (*Consumer, error) {
-	if !runnerIDRE.MatchString(consumer) {
-		return nil, fmt.Errorf("sandbox.NewConsumer: runner id %q: want 1-64 of [A-Za-z0-9._-]", consumer)
+	if !sandbox.ValidRunnerID(consumer) {
+		return nil, fmt.Errorf("NewConsumer: runner id %q: want 1-64 of [A-Za-z0-9._-]", consumer)
 	}
 	if block <= 0 {
 		block = 5 * time.Second
@@ -137,7 +139,7 @@ func NewConsumer(client valkey.Client, names Names, consumer string, block time.
 func (c *Consumer) EnsureGroup(ctx context.Context) error {
 	err := c.client.Do(ctx, c.client.B().XgroupCreate().Key(c.names.Jobs()).Group(ConsumerGroup).Id("0").Mkstream().Build()).Error()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("sandbox.Consumer.EnsureGroup: %w", err)
+		return fmt.Errorf("Consumer.EnsureGroup: %w", err)
 	}
 	return nil
 }
@@ -154,7 +156,7 @@ func (c *Consumer) Next(ctx context.Context) (Delivery, error) {
 		return Delivery{}, ErrNoJob
 	}
 	if err != nil {
-		return Delivery{}, fmt.Errorf("sandbox.Consumer.Next: %w", err)
+		return Delivery{}, fmt.Errorf("Consumer.Next: %w", err)
 	}
 	entries := streams[c.names.Jobs()]
 	if len(entries) == 0 {
@@ -163,7 +165,7 @@ func (c *Consumer) Next(ctx context.Context) (Delivery, error) {
 	e := entries[0]
 	ack := c.client.B().Xack().Key(c.names.Jobs()).Group(ConsumerGroup).Id(e.ID).Build()
 	if err := c.client.Do(ctx, ack).Error(); err != nil {
-		return Delivery{}, fmt.Errorf("sandbox.Consumer.Next: ack %s: %w", e.ID, err)
+		return Delivery{}, fmt.Errorf("Consumer.Next: ack %s: %w", e.ID, err)
 	}
 	return Delivery{StreamID: e.ID, Envelope: []byte(e.FieldValues["job"])}, nil
 }
@@ -171,8 +173,8 @@ func (c *Consumer) Next(ctx context.Context) (Delivery, error) {
 // Publish pushes a signed result for jobID and sets its TTL in one
 // transaction.
 func (c *Consumer) Publish(ctx context.Context, jobID string, envelope []byte) error {
-	if !idRE.MatchString(jobID) {
-		return fmt.Errorf("sandbox.Consumer.Publish: invalid job id")
+	if !sandbox.ValidJobID(jobID) {
+		return fmt.Errorf("Consumer.Publish: invalid job id")
 	}
 	key := c.names.Result(jobID)
 	for _, r := range c.client.DoMulti(ctx,
@@ -182,7 +184,7 @@ func (c *Consumer) Publish(ctx context.Context, jobID string, envelope []byte) e
 		c.client.B().Exec().Build(),
 	) {
 		if err := r.Error(); err != nil {
-			return fmt.Errorf("sandbox.Consumer.Publish %s: %w", jobID, err)
+			return fmt.Errorf("Consumer.Publish %s: %w", jobID, err)
 		}
 	}
 	return nil

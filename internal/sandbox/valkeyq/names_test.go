@@ -1,10 +1,14 @@
-package sandbox
+package valkeyq
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/quavon/quavon/internal/sandbox"
+)
 
 func TestNamesForPools(t *testing.T) {
 	t.Parallel()
-	def, err := NamesFor(DefaultPool)
+	def, err := NamesFor(sandbox.DefaultPool)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-package sandbox
+package valkeyq
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -15,13 +17,13 @@ import (
 // fills in identity, snapshots and validity window.
 type JobSpec struct {
 	TenantID     string
-	Purpose      Purpose
+	Purpose      sandbox.Purpose
 	ImageClass   string
 	SetupCommand string
 	RunCommand   string
-	Egress       Egress
-	Env          map[SandboxEnvKey]string
-	Limits       Limits
+	Egress       sandbox.Egress
+	Env          map[sandbox.SandboxEnvKey]string
+	Limits       sandbox.Limits
 	Artefacts    []string
 	// TTL is how long a runner may take to pick the job up; 0 means 5 min.
 	TTL time.Duration
@@ -40,7 +42,7 @@ type Client struct {
 // pool and key ring.
 func NewClient(pool string, queue *Queue, blobs *BlobStore, snap snapshot.Limits) (*Client, error) {
 	if queue == nil || blobs == nil {
-		return nil, errors.New("sandbox.NewClient: queue and blob store are required")
+		return nil, errors.New("NewClient: queue and blob store are required")
 	}
 	if _, err := NamesFor(pool); err != nil {
 		return nil, err
@@ -62,45 +64,45 @@ func NewJobID() string {
 // encrypted, signs and enqueues the job, and waits for its verified result
 // until the job's deadline. The snapshots' chunks are deleted by the runner
 // once fetched, and by Run itself when no runner answered.
-func (c *Client) Run(ctx context.Context, spec JobSpec, baseDir, overlayDir string) (*SandboxResult, error) {
+func (c *Client) Run(ctx context.Context, spec JobSpec, baseDir, overlayDir string) (*sandbox.SandboxResult, error) {
 	ttl := spec.TTL
 	if ttl == 0 {
 		ttl = 5 * time.Minute
 	}
-	if ttl < 0 || ttl > MaxJobTTL {
-		return nil, fmt.Errorf("sandbox.Client.Run: ttl %s out of range", ttl)
+	if ttl < 0 || ttl > sandbox.MaxJobTTL {
+		return nil, fmt.Errorf("Client.Run: ttl %s out of range", ttl)
 	}
 	baseSnap, _, err := snapshot.Build(baseDir, c.snapshot)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox.Client.Run: base: %w", err)
+		return nil, fmt.Errorf("Client.Run: base: %w", err)
 	}
 	var overlaySnap []byte
 	if overlayDir != "" {
 		if overlaySnap, _, err = snapshot.Build(overlayDir, c.snapshot); err != nil {
-			return nil, fmt.Errorf("sandbox.Client.Run: overlay: %w", err)
+			return nil, fmt.Errorf("Client.Run: overlay: %w", err)
 		}
 	}
 	base, err := c.blobs.Store(ctx, spec.TenantID, baseSnap)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox.Client.Run: %w", err)
+		return nil, fmt.Errorf("Client.Run: %w", err)
 	}
-	refs := []SnapshotRef{base}
+	refs := []sandbox.SnapshotRef{base}
 	defer func() {
 		for _, r := range refs { // no-ops when the runner deleted them
 			c.blobs.Delete(context.WithoutCancel(ctx), r)
 		}
 	}()
-	var overlay *SnapshotRef
+	var overlay *sandbox.SnapshotRef
 	if overlaySnap != nil {
 		o, err := c.blobs.Store(ctx, spec.TenantID, overlaySnap)
 		if err != nil {
-			return nil, fmt.Errorf("sandbox.Client.Run: %w", err)
+			return nil, fmt.Errorf("Client.Run: %w", err)
 		}
 		refs = append(refs, o)
 		overlay = &o
 	}
 	issued := c.now().UTC().Truncate(time.Millisecond)
-	job := &SandboxJob{
+	job := &sandbox.SandboxJob{
 		ID: NewJobID(), Pool: c.pool, TenantID: spec.TenantID, Purpose: spec.Purpose, ImageClass: spec.ImageClass,
 		Base: base, Overlay: overlay, SetupCommand: spec.SetupCommand, RunCommand: spec.RunCommand,
 		Egress: spec.Egress, Env: spec.Env, Limits: spec.Limits, Artefacts: spec.Artefacts,

@@ -1,6 +1,8 @@
-package sandbox
+package valkeyq
 
 import (
+	"github.com/quavon/quavon/internal/sandbox"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -10,7 +12,7 @@ import (
 )
 
 // sealForTest encrypts plaintext the way Store does, without Valkey.
-func sealForTest(tb testing.TB, k Key, tenant, blobID string, plaintext []byte) (SnapshotRef, [][]byte) {
+func sealForTest(tb testing.TB, k sandbox.Key, tenant, blobID string, plaintext []byte) (sandbox.SnapshotRef, [][]byte) {
 	tb.Helper()
 	aead, err := blobAEAD(k, blobID)
 	if err != nil {
@@ -20,16 +22,16 @@ func sealForTest(tb testing.TB, k Key, tenant, blobID string, plaintext []byte) 
 	count := chunkCount(n)
 	var chunks [][]byte
 	for i := range count {
-		chunk := plaintext[int64(i)*BlobChunkSize : min(int64(i+1)*BlobChunkSize, n)]
+		chunk := plaintext[int64(i)*sandbox.BlobChunkSize : min(int64(i+1)*sandbox.BlobChunkSize, n)]
 		iv := make([]byte, ivSize)
 		rand.Read(iv)
 		chunks = append(chunks, aead.Seal(iv, iv, chunk, blobAAD(tenant, blobID, i, count)))
 	}
 	sum := sha256.Sum256(plaintext)
-	return SnapshotRef{TenantID: tenant, BlobID: blobID, KeyID: k.ID(), SHA256: hex.EncodeToString(sum[:]), Bytes: n}, chunks
+	return sandbox.SnapshotRef{TenantID: tenant, BlobID: blobID, KeyID: k.ID(), SHA256: hex.EncodeToString(sum[:]), Bytes: n}, chunks
 }
 
-func openForTest(k Key, ref SnapshotRef, tenant string, chunks [][]byte) ([]byte, error) {
+func openForTest(k sandbox.Key, ref sandbox.SnapshotRef, tenant string, chunks [][]byte) ([]byte, error) {
 	aead, err := blobAEAD(k, ref.BlobID)
 	if err != nil {
 		return nil, err
@@ -48,10 +50,10 @@ func FuzzBlobReader(f *testing.F) {
 	k := testKey(f, 1)
 	blobID := "0123456789abcdef0123456789abcdef"
 	f.Add([]byte("hello snapshot"), []byte{}, 0, int64(0))
-	f.Add(bytes.Repeat([]byte{'x'}, BlobChunkSize+3), []byte{1, 2, 3}, 1, int64(-1))
+	f.Add(bytes.Repeat([]byte{'x'}, sandbox.BlobChunkSize+3), []byte{1, 2, 3}, 1, int64(-1))
 	f.Add([]byte("z"), []byte{0xff}, 0, int64(1))
 	f.Fuzz(func(t *testing.T, plaintext, garbage []byte, at int, sizeDelta int64) {
-		if len(plaintext) == 0 || len(plaintext) > 3*BlobChunkSize {
+		if len(plaintext) == 0 || len(plaintext) > 3*sandbox.BlobChunkSize {
 			return
 		}
 		ref, chunks := sealForTest(t, k, "tenant-a", blobID, plaintext)
@@ -62,7 +64,7 @@ func FuzzBlobReader(f *testing.F) {
 			pos := int(uint(at) % uint(len(c)))
 			chunks[i] = append(append(append([]byte{}, c[:pos]...), garbage...), c[pos+len(garbage)/2%max(1, len(c)-pos):]...)
 		}
-		if ref.Bytes <= 0 || ref.Bytes > 4*BlobChunkSize {
+		if ref.Bytes <= 0 || ref.Bytes > 4*sandbox.BlobChunkSize {
 			return
 		}
 		got, err := openForTest(k, ref, "tenant-a", chunks)
@@ -81,7 +83,7 @@ func FuzzBlobReader(f *testing.F) {
 func TestBlobReaderOffline(t *testing.T) {
 	t.Parallel()
 	k := testKey(t, 1)
-	plain := bytes.Repeat([]byte("0123456789"), BlobChunkSize/5)
+	plain := bytes.Repeat([]byte("0123456789"), sandbox.BlobChunkSize/5)
 	ref, chunks := sealForTest(t, k, "tenant-a", "0123456789abcdef0123456789abcdef", plain)
 	if got, err := openForTest(k, ref, "tenant-a", chunks); err != nil || !bytes.Equal(got, plain) {
 		t.Fatalf("open: %v", err)

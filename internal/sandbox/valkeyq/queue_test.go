@@ -1,6 +1,8 @@
-package sandbox_test
+package valkeyq_test
 
 import (
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+
 	"bytes"
 	"context"
 	"errors"
@@ -35,19 +37,19 @@ func result(id string) *sandbox.SandboxResult {
 type queueFixture struct {
 	admin    valkey.Client
 	pool     string
-	names    sandbox.Names
+	names    valkeyq.Names
 	keys     *sandbox.KeyRing
-	queue    *sandbox.Queue
-	consumer *sandbox.Consumer
+	queue    *valkeyq.Queue
+	consumer *valkeyq.Consumer
 }
 
 func newQueueFixture(t *testing.T) queueFixture {
 	t.Helper()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
 	pool := testenv.Pool(t, admin)
-	names, _ := sandbox.NamesFor(pool)
+	names, _ := valkeyq.NamesFor(pool)
 	keys := ring(t, 5)
-	c, err := sandbox.NewConsumer(admin, names, "runner-1", 200*time.Millisecond)
+	c, err := valkeyq.NewConsumer(admin, names, "runner-1", 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func newQueueFixture(t *testing.T) queueFixture {
 	if err := c.EnsureGroup(context.Background()); err != nil {
 		t.Fatalf("EnsureGroup is not idempotent: %v", err)
 	}
-	return queueFixture{admin: admin, pool: pool, names: names, keys: keys, queue: sandbox.NewQueue(admin, names, keys), consumer: c}
+	return queueFixture{admin: admin, pool: pool, names: names, keys: keys, queue: valkeyq.NewQueue(admin, names, keys), consumer: c}
 }
 
 func TestQueueRoundTrip(t *testing.T) {
@@ -77,7 +79,7 @@ func TestQueueRoundTrip(t *testing.T) {
 		t.Fatalf("OpenJob = %v, %v", got, err)
 	}
 	// Acknowledged on read: nothing pending.
-	pending, err := f.admin.Do(ctx, f.admin.B().Xpending().Key(f.names.Jobs()).Group(sandbox.ConsumerGroup).Build()).ToArray()
+	pending, err := f.admin.Do(ctx, f.admin.B().Xpending().Key(f.names.Jobs()).Group(valkeyq.ConsumerGroup).Build()).ToArray()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestQueueRoundTrip(t *testing.T) {
 	if err != nil || res.Artefacts["stdout.log"] != "ok\n" {
 		t.Fatalf("AwaitResult = %+v, %v", res, err)
 	}
-	if _, err := f.consumer.Next(ctx); !errors.Is(err, sandbox.ErrNoJob) {
+	if _, err := f.consumer.Next(ctx); !errors.Is(err, valkeyq.ErrNoJob) {
 		t.Fatalf("second Next = %v, want ErrNoJob", err)
 	}
 }
@@ -116,16 +118,16 @@ func TestDeadRunnerJobIsNeverRunTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The dying runner reads without acknowledging.
-	read := f.admin.B().Xreadgroup().Group(sandbox.ConsumerGroup, "runner-dead").Count(1).Streams().Key(f.names.Jobs()).Id(">").Build()
+	read := f.admin.B().Xreadgroup().Group(valkeyq.ConsumerGroup, "runner-dead").Count(1).Streams().Key(f.names.Jobs()).Id(">").Build()
 	if streams, err := f.admin.Do(ctx, read).AsXRead(); err != nil || len(streams[f.names.Jobs()]) != 1 {
 		t.Fatalf("dead runner read: %v %v", streams, err)
 	}
-	if _, err := f.consumer.Next(ctx); !errors.Is(err, sandbox.ErrNoJob) {
+	if _, err := f.consumer.Next(ctx); !errors.Is(err, valkeyq.ErrNoJob) {
 		t.Fatalf("live runner Next = %v, want ErrNoJob", err)
 	}
 	start := time.Now()
 	_, err := f.queue.AwaitResult(ctx, j.ID, start.Add(1500*time.Millisecond))
-	if !errors.Is(err, sandbox.ErrResultTimeout) {
+	if !errors.Is(err, valkeyq.ErrResultTimeout) {
 		t.Fatalf("AwaitResult = %v, want timeout", err)
 	}
 	if time.Since(start) < 1400*time.Millisecond {
@@ -149,7 +151,7 @@ func TestAwaitResultRefusesForgedOrForeignResults(t *testing.T) {
 	}
 	other, _ := sandbox.SignResult(f.keys, result("job-other-1"))
 	push("job-mine-1", other)
-	if _, err := f.queue.AwaitResult(ctx, "job-mine-1", time.Now().Add(5*time.Second)); !errors.Is(err, sandbox.ErrResultMismatch) {
+	if _, err := f.queue.AwaitResult(ctx, "job-mine-1", time.Now().Add(5*time.Second)); !errors.Is(err, valkeyq.ErrResultMismatch) {
 		t.Fatalf("result of another job: %v", err)
 	}
 	jobEnv, _ := sandbox.SignJob(f.keys, job(f.pool, "job-asresult-1"))
@@ -167,8 +169,8 @@ func TestAwaitResultRefusesForgedOrForeignResults(t *testing.T) {
 func TestValkeyReplayGuard(t *testing.T) {
 	t.Parallel()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
-	names, _ := sandbox.NamesFor(testenv.Pool(t, admin))
-	g := sandbox.NewValkeyReplayGuard(admin, names)
+	names, _ := valkeyq.NamesFor(testenv.Pool(t, admin))
+	g := valkeyq.NewReplayGuard(admin, names)
 	ctx := context.Background()
 	until := time.Now().Add(time.Minute)
 	if fresh, err := g.Remember(ctx, "job-replay-1", until); err != nil || !fresh {
