@@ -3,31 +3,32 @@
 // webhook payload parsing. The write side lives in internal/github/writer
 // so that only the publisher links it.
 //
-// # App authentication
+// # Tokens and the broker
 //
-// An App signs RS256 JWTs (iat backdated 60 s for clock skew, exp 9 minutes
-// ahead, iss = app id) with golang-jwt and exchanges them for installation
-// tokens with POST /app/installations/{id}/access_tokens. Every token is
-// minted for exactly one repository (repositories: [name]) and exactly one
-// named permission set (FixerPermissions, ReviewReadPermissions,
-// ReviewWritePermissions, CodeScanningPermissions). The answer is verified:
-// if GitHub's permissions differ from the request in any way, or the
-// repository is not the one asked for (the request carries the name only,
-// so another account's installation could answer with its own repository of
-// that name), the token is revoked and refused with ErrTokenMismatch.
+// No process but the token broker holds an app's private key. The App JWT
+// and the minting of installation tokens (for exactly one repository and
+// one permission set, checked against the request and revoked when GitHub
+// answers otherwise, cached in memory only) live in internal/github/appauth,
+// which only cmd/quavon-token-broker links. Everyone else names what they
+// need as a TokenSet (SetReviewRead, SetReviewWrite, SetCodeScanning,
+// SetFixer: a closed set, never a permission map) and asks a TokenSource,
+// in production the broker's client (BrokerClient); the broker grants each
+// caller only the sets its role allows (internal/tokenbroker).
 //
-// Tokens are cached in process memory only, per (installation, repository,
-// permission set), until TokenRefreshMargin before expires_at, and dropped
-// on a 401. They are never written to disk, so there is no sealed cache and
-// QUAVON_ENCRYPTION_KEY plays no part here. InstallationToken redacts its
-// secret in every fmt and slog form.
+// A Conn is one GitHub host (REST and GraphQL endpoints, one rate-limit
+// Transport) plus the token source; Conn.Clients binds go-github and
+// githubv4 clients to one installation, repository and set, asking for the
+// token on every request. After a 401 the next request names the refused
+// token as stale (TokenDigest), so the broker mints a new one.
+// InstallationToken redacts its secret in every fmt and slog form.
 //
 // # Consumers
 //
-// NewReader (worker, API) mints ReviewReadPermissions; writer.NewFixer mints
-// FixerPermissions and writer.NewReviewer ReviewWritePermissions (plus
-// CodeScanningPermissions for SARIF). A consumer cannot choose a wider set.
-// CanTrigger is the CH5 decision on the collaborator "permission" field.
+// NewReader (worker, API, the publisher's re-checks) uses SetReviewRead;
+// writer.NewFixer uses SetFixer and writer.NewReviewer SetReviewWrite (plus
+// SetCodeScanning for SARIF). Fixer and Reviewer are separate types; neither
+// converts into the other. CanTrigger is the CH5 decision on the
+// collaborator "permission" field.
 //
 // # Transport
 //

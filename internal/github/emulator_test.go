@@ -13,6 +13,8 @@ import (
 
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
+	"github.com/quavon/quavon/internal/testenv"
+	"github.com/quavon/quavon/internal/tokenbroker"
 )
 
 // sleeper records the transport's waits and advances the emulator's clock
@@ -40,36 +42,36 @@ func (s *sleeper) Sleeps() []time.Duration {
 	return slices.Clone(s.sleeps)
 }
 
-// newClientApp returns our App for the emulator's app fa, on the
-// emulator's clock, with waits recorded instead of slept.
 // reviewReader installs the review app on the account acme with read
 // access to contents, pull requests and issues, and returns its
-// installation, the client's sleeper and a Reader of acme/app.
+// installation, the client's sleeper and a Reader of acme/app whose tokens
+// come from a real broker, as the worker's do.
 func reviewReader(t testing.TB, srv *githubfake.Server) (*githubfake.Installation, *sleeper, github.Reader) {
 	t.Helper()
 	fa := srv.RegisterApp("quavon-review")
 	in := srv.Install(fa, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
-	app, sl := newClientApp(t, srv, fa)
-	rd, err := github.NewReader(context.Background(), app, in.ID, "acme/app")
+	conn, sl := newConn(t, srv, github.AppReview, fa, tokenbroker.RoleWorker)
+	rd, err := github.NewReader(context.Background(), conn, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return in, sl, rd
 }
 
-func newClientApp(t testing.TB, srv *githubfake.Server, fa *githubfake.App) (*github.App, *sleeper) {
+// newConn starts a broker holding the key of the emulator's app fa (as
+// kind) and returns a connection that gets its tokens from it as role, on
+// the emulator's clock, with waits recorded instead of slept.
+func newConn(t testing.TB, srv *githubfake.Server, kind github.AppKind, fa *githubfake.App, role tokenbroker.Role) (*github.Conn, *sleeper) {
+	t.Helper()
+	b, sl := newBroker(t, srv, kind, fa)
+	return b.Conn(t, role, github.TransportConfig{Now: srv.Now, Sleep: sl.Sleep}), sl
+}
+
+func newBroker(t testing.TB, srv *githubfake.Server, kind github.AppKind, fa *githubfake.App) (*testenv.Broker, *sleeper) {
 	t.Helper()
 	sl := &sleeper{srv: srv}
-	app, err := github.NewApp(github.AppConfig{
-		ID: fa.ID, PrivateKeyPEM: fa.PrivateKeyPEM,
-		APIURL: srv.URL + "/", GraphQLURL: srv.URL + "/graphql",
-		Now:  srv.Now,
-		HTTP: github.TransportConfig{Sleep: sl.Sleep},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return app, sl
+	return testenv.StartBroker(t, srv, map[github.AppKind]*githubfake.App{kind: fa}, testenv.BrokerOptions{
+		HTTP: github.TransportConfig{Sleep: sl.Sleep}}), sl
 }
 
 func countRequests(srv *githubfake.Server, method, path string) int {
@@ -94,10 +96,10 @@ func TestEmulatorTokenHasExactlyRequestedPermissions(t *testing.T) {
 	in := srv.Install(fa, "acme", map[string]string{
 		"contents": "write", "pull_requests": "write", "issues": "write", "checks": "write",
 	})
-	app, _ := newClientApp(t, srv, fa)
+	b, _ := newBroker(t, srv, github.AppFixer, fa)
 	ctx := context.Background()
 
-	tok, err := app.Token(ctx, in.ID, "acme/app", github.FixerPermissions())
+	tok, err := b.Client(t, tokenbroker.RolePublisher).Token(ctx, github.TokenRequest{InstallationID: in.ID, Repo: "acme/app", Set: github.SetFixer})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,9 +127,9 @@ func TestEmulatorReadTokenCannotWrite(t *testing.T) {
 	repo := srv.AddRepo("acme", "app", githubfake.RepoOptions{Files: map[string]string{"a.txt": "a\n"}})
 	ra := srv.RegisterApp("quavon-review")
 	in := srv.Install(ra, "acme", map[string]string{"contents": "write", "pull_requests": "write", "issues": "write"}, "acme/app")
-	app, _ := newClientApp(t, srv, ra)
+	conn, _ := newConn(t, srv, github.AppReview, ra, tokenbroker.RoleWorker)
 	ctx := context.Background()
-	c, err := app.Clients(ctx, in.ID, "acme/app", github.ReviewReadPermissions())
+	c, err := conn.Clients(ctx, in.ID, "acme/app", github.SetReviewRead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestEmulatorReadTokenCannotWrite(t *testing.T) {
 		t.Fatal("ref exists")
 	}
 	// Reading works with the same token.
-	rd, err := github.NewReader(ctx, app, in.ID, "acme/app")
+	rd, err := github.NewReader(ctx, conn, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,18 +159,27 @@ func TestEmulatorMintRefusals(t *testing.T) {
 	fa := srv.RegisterApp("quavon-fixer")
 	readOnly := srv.Install(fa, "acme", map[string]string{"contents": "read", "pull_requests": "write"}, "acme/app")
 	evil := srv.Install(fa, "evil", map[string]string{"contents": "write", "pull_requests": "write"})
-	app, _ := newClientApp(t, srv, fa)
+	ra := srv.RegisterApp("quavon-review")
+	narrow := srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"}, "acme/app")
+	b := testenv.StartBroker(t, srv, map[github.AppKind]*githubfake.App{github.AppFixer: fa, github.AppReview: ra}, testenv.BrokerOptions{})
+	bc := b.Client(t, tokenbroker.RolePublisher)
 	ctx := context.Background()
+	mint := func(id int64, repo string, set github.TokenSet) (*github.InstallationToken, error) {
+		return bc.Token(ctx, github.TokenRequest{InstallationID: id, Repo: repo, Set: set})
+	}
 
-	if _, err := app.Token(ctx, readOnly.ID, "acme/app", github.FixerPermissions()); err == nil {
+	if _, err := mint(readOnly.ID, "acme/app", github.SetFixer); err == nil {
 		t.Error("minted contents: write from an installation with contents: read")
 	}
-	if _, err := app.Token(ctx, readOnly.ID, "acme/uncovered", github.ReviewReadPermissions()); err == nil {
+	if _, err := mint(narrow.ID, "acme/app", github.SetReviewRead); err != nil {
+		t.Fatalf("the read set of a covered repository: %v", err)
+	}
+	if _, err := mint(narrow.ID, "acme/uncovered", github.SetReviewRead); err == nil {
 		t.Error("minted for a repository the installation does not cover")
 	}
 	// Only the name travels in the request; an installation on another
 	// account answers with its own repository of that name.
-	if _, err := app.Token(ctx, evil.ID, "acme/app", github.FixerPermissions()); !errors.Is(err, github.ErrTokenMismatch) {
+	if _, err := mint(evil.ID, "acme/app", github.SetFixer); !errors.Is(err, github.ErrTokenMismatch) {
 		t.Errorf("token for evil/app accepted as acme/app: %v", err)
 	}
 	// The refused token was revoked with itself: the emulator dropped it.
@@ -182,7 +193,7 @@ func TestEmulatorMintRefusals(t *testing.T) {
 		t.Errorf("refused token not revoked: %+v", revoked)
 	}
 	srv.SetSuspended(evil, true)
-	if _, err := app.Token(ctx, evil.ID, "evil/app", github.FixerPermissions()); !errors.Is(err, github.ErrForbidden) {
+	if _, err := mint(evil.ID, "evil/app", github.SetFixer); !errors.Is(err, github.ErrForbidden) {
 		t.Errorf("suspended installation: %v", err)
 	}
 }

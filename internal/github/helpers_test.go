@@ -2,43 +2,13 @@ package github
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
-	"encoding/json"
-	"encoding/pem"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/golang-jwt/jwt/v5"
 )
-
-var testKey = sync.OnceValue(func() *rsa.PrivateKey {
-	k, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		panic(err)
-	}
-	return k
-})
-
-func pkcs1PEM(tb testing.TB) []byte {
-	tb.Helper()
-	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(testKey())})
-}
-
-func pkcs8PEM(tb testing.TB) []byte {
-	tb.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(testKey())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
-}
 
 // fakeClock is a settable clock whose Sleep advances time instead of
 // sleeping and records each wait.
@@ -81,103 +51,60 @@ func (c *fakeClock) Sleeps() []time.Duration {
 	return append([]time.Duration(nil), c.sleeps...)
 }
 
-// tokenServer is a minimal installation-token endpoint: it checks the app
-// JWT and answers with what grant returns for the request.
-type tokenServer struct {
-	t        testing.TB
+// fakeTokens is a TokenSource for unit tests: it issues tok-<n> tokens
+// for any valid request, records requests, and re-issues when a request
+// names the current token as stale. The real source is the broker
+// (internal/tokenbroker tests, and the emulator tests here).
+type fakeTokens struct {
 	mu       sync.Mutex
-	mints    int
-	revoked  []string
-	requests []tokenRequest
-	// grant decides the response; nil echoes the request for owner "o".
-	grant func(req tokenRequest) (perms Permissions, fullName string)
-	// lifetime of minted tokens from clock.
-	clock    *fakeClock
-	lifetime time.Duration
-	// extra routes served with installation tokens.
-	routes map[string]http.HandlerFunc
+	issued   int
+	current  map[TokenRequest]string
+	requests []TokenRequest
 }
 
-type tokenRequest struct {
-	Repositories []string    `json:"repositories"`
-	Permissions  Permissions `json:"permissions"`
+func (f *fakeTokens) Token(_ context.Context, req TokenRequest) (*InstallationToken, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.requests = append(f.requests, req)
+	key := req
+	key.Stale = ""
+	if f.current == nil {
+		f.current = map[TokenRequest]string{}
+	}
+	tok, ok := f.current[key]
+	if !ok || (req.Stale != "" && req.Stale == TokenDigest(tok)) {
+		f.issued++
+		tok = "tok-" + strings.Repeat("x", f.issued)
+		f.current[key] = tok
+	}
+	return NewInstallationToken(tok, req.InstallationID, req.Repo, req.Set.Permissions(), time.Now().Add(time.Hour)), nil
 }
 
-func (s *tokenServer) handler() http.Handler {
+func (f *fakeTokens) Issued() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.issued
+}
+
+// newTestConn serves routes (installation-token requests need none: the
+// tokens come from fakeTokens) and returns a Conn pointed at them.
+func newTestConn(tb testing.TB, routes map[string]http.HandlerFunc) (*Conn, *fakeTokens) {
+	tb.Helper()
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /app/installations/{id}/access_tokens", func(w http.ResponseWriter, r *http.Request) {
-		raw, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			http.Error(w, `{"message":"no jwt"}`, http.StatusUnauthorized)
-			return
-		}
-		_, err := jwt.Parse(raw, func(*jwt.Token) (any, error) { return &testKey().PublicKey, nil },
-			jwt.WithValidMethods([]string{"RS256"}), jwt.WithTimeFunc(s.clock.Now), jwt.WithIssuer("42"))
-		if err != nil {
-			http.Error(w, `{"message":"bad jwt"}`, http.StatusUnauthorized)
-			return
-		}
-		var req tokenRequest
-		body, _ := io.ReadAll(r.Body)
-		if err := json.Unmarshal(body, &req); err != nil {
-			http.Error(w, `{"message":"bad body"}`, http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		s.mints++
-		n := s.mints
-		s.requests = append(s.requests, req)
-		s.mu.Unlock()
-		perms, full := req.Permissions, "o/"+strings.Join(req.Repositories, ",")
-		if s.grant != nil {
-			perms, full = s.grant(req)
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"token":                "ghs_token" + strings.Repeat("x", n),
-			"expires_at":           s.clock.Now().Add(s.lifetime).Format(time.RFC3339),
-			"permissions":          perms,
-			"repository_selection": "selected",
-			"repositories":         []map[string]any{{"id": 7, "name": strings.Join(req.Repositories, ","), "full_name": full}},
-		})
-	})
-	mux.HandleFunc("DELETE /installation/token", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.revoked = append(s.revoked, strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "))
-		s.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	})
-	for pattern, h := range s.routes {
+	for pattern, h := range routes {
 		mux.HandleFunc(pattern, h)
 	}
-	return mux
-}
-
-func (s *tokenServer) Mints() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.mints
-}
-
-// newTestApp starts ts and returns an App pointed at it on clock.
-func newTestApp(tb testing.TB, ts *tokenServer) (*App, *httptest.Server) {
-	tb.Helper()
-	if ts.clock == nil {
-		ts.clock = newFakeClock()
-	}
-	if ts.lifetime == 0 {
-		ts.lifetime = time.Hour
-	}
-	ts.t = tb
-	srv := httptest.NewServer(ts.handler())
+	srv := httptest.NewServer(mux)
 	tb.Cleanup(srv.Close)
-	app, err := NewApp(AppConfig{
-		ID: 42, PrivateKeyPEM: pkcs1PEM(tb), APIURL: srv.URL + "/", GraphQLURL: srv.URL + "/graphql",
-		Now: ts.clock.Now, HTTP: TransportConfig{Sleep: ts.clock.Sleep, Base: srv.Client().Transport},
-	})
+	ft := &fakeTokens{}
+	clock := newFakeClock()
+	conn, err := NewConn(ConnConfig{APIURL: srv.URL + "/", GraphQLURL: srv.URL + "/graphql", Tokens: ft,
+		HTTP: TransportConfig{Now: clock.Now, Sleep: clock.Sleep, Base: srv.Client().Transport}})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return app, srv
+	return conn, ft
 }

@@ -38,7 +38,7 @@ func TestCollaboratorPermissionDecidesOnPermissionField(t *testing.T) {
 		"rolewin": {"read", "admin"},      // role_name must not grant
 		"custom":  {"write", "security-reviewer"},
 	}
-	ts := &tokenServer{routes: map[string]http.HandlerFunc{
+	conn, _ := newTestConn(t, map[string]http.HandlerFunc{
 		"GET /repos/o/r/collaborators/{user}/permission": func(w http.ResponseWriter, r *http.Request) {
 			a, ok := answers[r.PathValue("user")]
 			if !ok {
@@ -51,9 +51,8 @@ func TestCollaboratorPermissionDecidesOnPermissionField(t *testing.T) {
 				"user": map[string]any{"login": r.PathValue("user"), "id": 1},
 			})
 		},
-	}}
-	app, _ := newTestApp(t, ts)
-	rd, err := NewReader(context.Background(), app, 9, "o/r")
+	})
+	rd, err := NewReader(context.Background(), conn, 9, "o/r")
 	if err != nil {
 		t.Fatal(err)
 	}

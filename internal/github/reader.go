@@ -57,10 +57,10 @@ type reader struct {
 var _ Reader = (*reader)(nil)
 
 // NewReader returns a Reader for repo ("owner/name") through the review
-// app's installationID. It mints ReviewReadPermissions itself; the caller
-// cannot ask for more.
-func NewReader(ctx context.Context, app *App, installationID int64, repo string) (Reader, error) {
-	c, err := app.Clients(ctx, installationID, repo, ReviewReadPermissions())
+// app's installationID. It asks for SetReviewRead itself; the caller cannot
+// ask for more.
+func NewReader(ctx context.Context, conn *Conn, installationID int64, repo string) (Reader, error) {
+	c, err := conn.Clients(ctx, installationID, repo, SetReviewRead)
 	if err != nil {
 		return nil, fmt.Errorf("github.NewReader: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/github/writer"
 	"github.com/quavon/quavon/internal/githubfake"
+	"github.com/quavon/quavon/internal/tokenbroker"
 )
 
 const botBranch = "quavon/fix-12-0a1b2c3d"
@@ -23,9 +24,9 @@ type fixerEnv struct {
 	srv    *githubfake.Server
 	repo   *githubfake.Repo
 	inst   *githubfake.Installation
-	app    *github.App
+	conn   *github.Conn
 	sleeps *sleeper
-	fixer  writer.Fixer
+	fixer  *writer.Fixer
 }
 
 func newFixerEnv(t *testing.T) *fixerEnv {
@@ -36,12 +37,12 @@ func newFixerEnv(t *testing.T) *fixerEnv {
 	}})
 	fa := srv.RegisterApp("quavon-fixer")
 	in := srv.Install(fa, "acme", map[string]string{"contents": "write", "pull_requests": "write"}, "acme/app")
-	app, sl := newClientApp(t, srv, fa)
-	f, err := writer.NewFixer(context.Background(), app, in.ID, "acme/app")
+	conn, sl := newConn(t, srv, github.AppFixer, fa, tokenbroker.RolePublisher)
+	f, err := writer.NewFixer(context.Background(), conn, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixerEnv{srv: srv, repo: repo, inst: in, app: app, sleeps: sl, fixer: f}
+	return &fixerEnv{srv: srv, repo: repo, inst: in, conn: conn, sleeps: sl, fixer: f}
 }
 
 // commitPatch runs blobs → tree on base_tree → commit with parent base.
@@ -282,9 +283,9 @@ func TestReviewerPublishes(t *testing.T) {
 	in := srv.Install(ra, "acme", map[string]string{
 		"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write", "security_events": "write",
 	})
-	app, _ := newClientApp(t, srv, ra)
+	conn, _ := newConn(t, srv, github.AppReview, ra, tokenbroker.RolePublisher)
 	ctx := context.Background()
-	rv, err := writer.NewReviewer(ctx, app, in.ID, "acme/app")
+	rv, err := writer.NewReviewer(ctx, conn, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,9 +336,9 @@ func TestReviewerSARIFSizeCheckedBeforeSending(t *testing.T) {
 	repo := srv.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"a": "a"}})
 	ra := srv.RegisterApp("quavon-review")
 	in := srv.Install(ra, "acme", map[string]string{"pull_requests": "write", "issues": "write", "checks": "write", "security_events": "write"})
-	app, _ := newClientApp(t, srv, ra)
+	conn, _ := newConn(t, srv, github.AppReview, ra, tokenbroker.RolePublisher)
 	ctx := context.Background()
-	rv, err := writer.NewReviewer(ctx, app, in.ID, "acme/app")
+	rv, err := writer.NewReviewer(ctx, conn, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,8 +367,8 @@ func TestReviewerCreateReviewIsComment(t *testing.T) {
 	n := repo.AddPullRequest(githubfake.PullRequestOptions{Title: "change", Author: "alice", Head: "feature"})
 	ra := srv.RegisterApp("quavon-review")
 	in := srv.Install(ra, "acme", map[string]string{"pull_requests": "write", "issues": "write", "checks": "write"})
-	app, _ := newClientApp(t, srv, ra)
-	rv, err := writer.NewReviewer(context.Background(), app, in.ID, "acme/app")
+	conn, _ := newConn(t, srv, github.AppReview, ra, tokenbroker.RolePublisher)
+	rv, err := writer.NewReviewer(context.Background(), conn, in.ID, "acme/app")
 	if err != nil {
 		t.Fatal(err)
 	}

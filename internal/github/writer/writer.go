@@ -1,6 +1,12 @@
 // Package writer holds the code-host write methods. Only the publisher may
 // link it (spec FX7, FX8; ARCHITECTURE "Boundaries"): the worker and the API
-// read through github.Reader.
+// read through github.Reader. Its tokens are write sets, which the token
+// broker grants the publisher's credential only.
+//
+// Two types, one per app, with separate constructors: *Fixer (the Fixer
+// app, github.SetFixer) and *Reviewer (the review app, github.SetReviewWrite
+// and github.SetCodeScanning). Neither has the other's methods and neither
+// converts into the other.
 //
 // What the methods allow, and nothing more:
 //   - git data: blobs, trees on a base tree (regular files 100644/100755 and
@@ -129,24 +135,6 @@ type CommitOnBranch struct {
 	Deletions       []string
 }
 
-// Fixer is the Fixer app's view of one repository.
-type Fixer interface {
-	CreateBlob(ctx context.Context, content []byte) (string, error)
-	CreateTree(ctx context.Context, baseTree string, changes []TreeChange) (string, error)
-	CreateCommit(ctx context.Context, message, tree, parent string) (string, error)
-	CreateBranch(ctx context.Context, branch, sha string) error
-	FastForwardBranch(ctx context.Context, branch, sha string) error
-	CreateDraftPullRequest(ctx context.Context, pr DraftPullRequest) (github.PullRequest, error)
-	CreateIssueComment(ctx context.Context, number int, body string) (int64, error)
-	CommitOnBranch(ctx context.Context, in CommitOnBranch) (string, error)
-
-	BranchHead(ctx context.Context, branch string) (string, error)
-	Commit(ctx context.Context, sha string) (Commit, error)
-	Branch(ctx context.Context, name string) (Branch, error)
-	BranchRules(ctx context.Context, branch string) ([]Rule, error)
-	PullRequestsByHead(ctx context.Context, branch string) ([]github.PullRequest, error)
-}
-
 // CheckRun is a check run to create or update.
 type CheckRun struct {
 	Name       string
@@ -170,61 +158,50 @@ type ReviewComment struct {
 	Body string
 }
 
-// Reviewer is the review app's publishing view of one repository.
-type Reviewer interface {
-	CreateIssueComment(ctx context.Context, number int, body string) (int64, error)
-	// CreateReview posts a COMMENT review on commitSHA; it can never approve
-	// or request changes.
-	CreateReview(ctx context.Context, number int, commitSHA, body string, comments []ReviewComment) (int64, error)
-	CreateCheckRun(ctx context.Context, run CheckRun) (int64, error)
-	UpdateCheckRun(ctx context.Context, id int64, run CheckRun) error
-	// UploadSARIF gzips and base64-encodes sarif and uploads it for
-	// commitSHA and ref ("refs/heads/…" or "refs/pull/N/head"), returning
-	// GitHub's upload id.
-	UploadSARIF(ctx context.Context, commitSHA, ref string, sarif []byte) (string, error)
+// Fixer is the Fixer app's writer for one repository (token set
+// github.SetFixer). It has no method of the review app's Reviewer, and
+// neither type converts into the other.
+type Fixer struct {
+	c *github.Clients
 }
 
-type client struct {
+// Reviewer is the review app's writer for one repository (token set
+// github.SetReviewWrite, and github.SetCodeScanning for SARIF uploads).
+type Reviewer struct {
 	c *github.Clients
 
-	// The review app's SARIF token is minted on first upload only, so an
-	// installation without security_events can still publish reviews.
-	app          *github.App
+	// The SARIF token is asked for on first upload only, so an installation
+	// without security_events can still publish reviews.
+	conn         *github.Conn
 	installation int64
 	sarifMu      sync.Mutex
 	sarif        *github.Clients
 }
 
-var (
-	_ Fixer    = (*client)(nil)
-	_ Reviewer = (*client)(nil)
-)
-
 // NewFixer returns the Fixer for repo ("owner/name") through the Fixer
-// app's installationID, with a token of exactly github.FixerPermissions.
-func NewFixer(ctx context.Context, app *github.App, installationID int64, repo string) (Fixer, error) {
-	c, err := app.Clients(ctx, installationID, repo, github.FixerPermissions())
+// app's installationID, with a token of exactly github.SetFixer.
+func NewFixer(ctx context.Context, conn *github.Conn, installationID int64, repo string) (*Fixer, error) {
+	c, err := conn.Clients(ctx, installationID, repo, github.SetFixer)
 	if err != nil {
 		return nil, fmt.Errorf("writer.NewFixer: %w", err)
 	}
-	return &client{c: c}, nil
+	return &Fixer{c: c}, nil
 }
 
 // NewReviewer returns the Reviewer for repo through the review app's
-// installationID, with a token of exactly github.ReviewWritePermissions
-// (and github.CodeScanningPermissions for SARIF uploads).
-func NewReviewer(ctx context.Context, app *github.App, installationID int64, repo string) (Reviewer, error) {
-	c, err := app.Clients(ctx, installationID, repo, github.ReviewWritePermissions())
+// installationID, with a token of exactly github.SetReviewWrite.
+func NewReviewer(ctx context.Context, conn *github.Conn, installationID int64, repo string) (*Reviewer, error) {
+	c, err := conn.Clients(ctx, installationID, repo, github.SetReviewWrite)
 	if err != nil {
 		return nil, fmt.Errorf("writer.NewReviewer: %w", err)
 	}
-	return &client{c: c, app: app, installation: installationID}, nil
+	return &Reviewer{c: c, conn: conn, installation: installationID}, nil
 }
 
-func (w *client) repo() string { return w.c.Owner + "/" + w.c.Name }
+func repoOf(c *github.Clients) string { return c.Owner + "/" + c.Name }
 
 // CreateBlob stores content as a blob (base64, so any bytes survive).
-func (w *client) CreateBlob(ctx context.Context, content []byte) (string, error) {
+func (w *Fixer) CreateBlob(ctx context.Context, content []byte) (string, error) {
 	b, _, err := w.c.REST.Git.CreateBlob(ctx, w.c.Owner, w.c.Name, gh.Blob{
 		Content: gh.Ptr(base64.StdEncoding.EncodeToString(content)), Encoding: gh.Ptr("base64"),
 	})
@@ -235,7 +212,7 @@ func (w *client) CreateBlob(ctx context.Context, content []byte) (string, error)
 }
 
 // CreateTree creates a tree on baseTree (required) with changes applied.
-func (w *client) CreateTree(ctx context.Context, baseTree string, changes []TreeChange) (string, error) {
+func (w *Fixer) CreateTree(ctx context.Context, baseTree string, changes []TreeChange) (string, error) {
 	const op = "writer.CreateTree"
 	if !sha1Hex.MatchString(baseTree) {
 		return "", fmt.Errorf("%s: base tree %q is not a SHA", op, baseTree)
@@ -279,7 +256,7 @@ func (w *client) CreateTree(ctx context.Context, baseTree string, changes []Tree
 
 // CreateCommit creates a commit of tree with the single parent (no merge
 // commits); author and committer are the app, as GitHub sets them.
-func (w *client) CreateCommit(ctx context.Context, message, tree, parent string) (string, error) {
+func (w *Fixer) CreateCommit(ctx context.Context, message, tree, parent string) (string, error) {
 	const op = "writer.CreateCommit"
 	if !sha1Hex.MatchString(tree) || !sha1Hex.MatchString(parent) {
 		return "", fmt.Errorf("%s: tree and parent must be SHAs", op)
@@ -298,7 +275,7 @@ func (w *client) CreateCommit(ctx context.Context, message, tree, parent string)
 
 // CreateBranch creates refs/heads/<branch> at sha with POST git/refs, which
 // GitHub refuses (ErrConflict) when the ref exists; it never overwrites.
-func (w *client) CreateBranch(ctx context.Context, branch, sha string) error {
+func (w *Fixer) CreateBranch(ctx context.Context, branch, sha string) error {
 	op := "writer.CreateBranch " + branch
 	if !IsBotBranch(branch) {
 		return fmt.Errorf("%s: %w", op, ErrNotBotBranch)
@@ -312,7 +289,7 @@ func (w *client) CreateBranch(ctx context.Context, branch, sha string) error {
 
 // FastForwardBranch moves a bot branch to sha with force: false, so GitHub
 // refuses anything but a fast-forward (ErrConflict).
-func (w *client) FastForwardBranch(ctx context.Context, branch, sha string) error {
+func (w *Fixer) FastForwardBranch(ctx context.Context, branch, sha string) error {
 	op := "writer.FastForwardBranch " + branch
 	if !IsBotBranch(branch) {
 		return fmt.Errorf("%s: %w", op, ErrNotBotBranch)
@@ -325,7 +302,7 @@ func (w *client) FastForwardBranch(ctx context.Context, branch, sha string) erro
 }
 
 // CreateDraftPullRequest opens pr as a draft (always draft: true).
-func (w *client) CreateDraftPullRequest(ctx context.Context, pr DraftPullRequest) (github.PullRequest, error) {
+func (w *Fixer) CreateDraftPullRequest(ctx context.Context, pr DraftPullRequest) (github.PullRequest, error) {
 	op := "writer.CreateDraftPullRequest " + pr.Head
 	if !IsBotBranch(pr.Head) {
 		return github.PullRequest{}, fmt.Errorf("%s: %w", op, ErrNotBotBranch)
@@ -347,25 +324,34 @@ func (w *client) CreateDraftPullRequest(ctx context.Context, pr DraftPullRequest
 	return out, nil
 }
 
+// CreateIssueComment comments on a pull request's conversation. With the
+// Fixer's set this works on pull requests only (no issues write).
+func (w *Fixer) CreateIssueComment(ctx context.Context, number int, body string) (int64, error) {
+	return createIssueComment(ctx, w.c, number, body)
+}
+
 // CreateIssueComment comments on an issue or pull request conversation.
-// With the Fixer's set this works on pull requests only (no issues write).
-func (w *client) CreateIssueComment(ctx context.Context, number int, body string) (int64, error) {
+func (w *Reviewer) CreateIssueComment(ctx context.Context, number int, body string) (int64, error) {
+	return createIssueComment(ctx, w.c, number, body)
+}
+
+func createIssueComment(ctx context.Context, c *github.Clients, number int, body string) (int64, error) {
 	op := fmt.Sprintf("writer.CreateIssueComment %d", number)
 	if number <= 0 || body == "" {
 		return 0, fmt.Errorf("%s: number and body required", op)
 	}
-	c, _, err := w.c.REST.Issues.CreateComment(ctx, w.c.Owner, w.c.Name, number, &gh.IssueComment{Body: gh.Ptr(body)})
+	cm, _, err := c.REST.Issues.CreateComment(ctx, c.Owner, c.Name, number, &gh.IssueComment{Body: gh.Ptr(body)})
 	if err != nil {
 		return 0, github.WrapError(op, err)
 	}
-	return c.GetID(), nil
+	return cm.GetID(), nil
 }
 
 // CommitOnBranch creates one commit on a pull request's head branch with
 // GraphQL createCommitOnBranch; expectedHeadOid makes GitHub refuse it
 // unless the branch still points at ExpectedHeadOID. GitHub signs the
 // commit and authors it as the app. Returns the new commit's oid.
-func (w *client) CommitOnBranch(ctx context.Context, in CommitOnBranch) (string, error) {
+func (w *Fixer) CommitOnBranch(ctx context.Context, in CommitOnBranch) (string, error) {
 	op := "writer.CommitOnBranch " + in.Branch
 	if in.Branch == "" || strings.HasPrefix(in.Branch, "refs/") {
 		return "", fmt.Errorf("%s: unqualified branch name required", op)
@@ -395,7 +381,7 @@ func (w *client) CommitOnBranch(ctx context.Context, in CommitOnBranch) (string,
 	}
 	input := githubv4.CreateCommitOnBranchInput{
 		Branch: githubv4.CommittableBranch{
-			RepositoryNameWithOwner: githubv4.NewString(githubv4.String(w.repo())),
+			RepositoryNameWithOwner: githubv4.NewString(githubv4.String(repoOf(w.c))),
 			BranchName:              githubv4.NewString(githubv4.String(in.Branch)),
 		},
 		Message:         githubv4.CommitMessage{Headline: githubv4.String(in.Headline)},
@@ -427,7 +413,7 @@ func (w *client) CommitOnBranch(ctx context.Context, in CommitOnBranch) (string,
 
 // BranchHead returns the SHA refs/heads/<branch> points at, or
 // github.ErrNotFound.
-func (w *client) BranchHead(ctx context.Context, branch string) (string, error) {
+func (w *Fixer) BranchHead(ctx context.Context, branch string) (string, error) {
 	op := "writer.BranchHead " + branch
 	if err := validBranch(branch); err != nil {
 		return "", fmt.Errorf("%s: %w", op, err)
@@ -443,7 +429,7 @@ func (w *client) BranchHead(ctx context.Context, branch string) (string, error) 
 }
 
 // Commit returns the git commit sha.
-func (w *client) Commit(ctx context.Context, sha string) (Commit, error) {
+func (w *Fixer) Commit(ctx context.Context, sha string) (Commit, error) {
 	op := "writer.Commit " + sha
 	if !sha1Hex.MatchString(sha) {
 		return Commit{}, fmt.Errorf("%s: not a SHA", op)
@@ -464,7 +450,7 @@ func (w *client) Commit(ctx context.Context, sha string) (Commit, error) {
 
 // Branch returns the branch name with its protection flag. A renamed
 // branch (GitHub redirects) is not followed: it reads as not found.
-func (w *client) Branch(ctx context.Context, name string) (Branch, error) {
+func (w *Fixer) Branch(ctx context.Context, name string) (Branch, error) {
 	op := "writer.Branch " + name
 	if err := validBranch(name); err != nil {
 		return Branch{}, fmt.Errorf("%s: %w", op, err)
@@ -485,7 +471,7 @@ func (w *client) Branch(ctx context.Context, name string) (Branch, error) {
 }
 
 // BranchRules returns every rule that applies to branch, all pages.
-func (w *client) BranchRules(ctx context.Context, branch string) ([]Rule, error) {
+func (w *Fixer) BranchRules(ctx context.Context, branch string) ([]Rule, error) {
 	op := "writer.BranchRules " + branch
 	if err := validBranch(branch); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -514,7 +500,7 @@ func (w *client) BranchRules(ctx context.Context, branch string) ([]Rule, error)
 
 // PullRequestsByHead lists pull requests of any state whose head is branch
 // in this repository (the reconcile read of FX11).
-func (w *client) PullRequestsByHead(ctx context.Context, branch string) ([]github.PullRequest, error) {
+func (w *Fixer) PullRequestsByHead(ctx context.Context, branch string) ([]github.PullRequest, error) {
 	op := "writer.PullRequestsByHead " + branch
 	if err := validBranch(branch); err != nil {
 		return nil, fmt.Errorf("%s: %w", op, err)
@@ -536,7 +522,7 @@ func (w *client) PullRequestsByHead(ctx context.Context, branch string) ([]githu
 }
 
 // CreateReview posts a review with event COMMENT.
-func (w *client) CreateReview(ctx context.Context, number int, commitSHA, body string, comments []ReviewComment) (int64, error) {
+func (w *Reviewer) CreateReview(ctx context.Context, number int, commitSHA, body string, comments []ReviewComment) (int64, error) {
 	op := fmt.Sprintf("writer.CreateReview %d", number)
 	if number <= 0 || !sha1Hex.MatchString(commitSHA) {
 		return 0, fmt.Errorf("%s: number and commit SHA required", op)
@@ -581,7 +567,7 @@ func optional(s string) *string {
 }
 
 // CreateCheckRun creates a check run on run.HeadSHA.
-func (w *client) CreateCheckRun(ctx context.Context, run CheckRun) (int64, error) {
+func (w *Reviewer) CreateCheckRun(ctx context.Context, run CheckRun) (int64, error) {
 	op := "writer.CreateCheckRun " + run.Name
 	if run.Name == "" || !sha1Hex.MatchString(run.HeadSHA) {
 		return 0, fmt.Errorf("%s: name and head SHA required", op)
@@ -597,7 +583,7 @@ func (w *client) CreateCheckRun(ctx context.Context, run CheckRun) (int64, error
 }
 
 // UpdateCheckRun updates check run id.
-func (w *client) UpdateCheckRun(ctx context.Context, id int64, run CheckRun) error {
+func (w *Reviewer) UpdateCheckRun(ctx context.Context, id int64, run CheckRun) error {
 	op := fmt.Sprintf("writer.UpdateCheckRun %d", id)
 	if id <= 0 || run.Name == "" {
 		return fmt.Errorf("%s: id and name required", op)
@@ -626,7 +612,7 @@ func EncodeSARIF(sarif []byte) (string, error) {
 	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
 }
 
-func (w *client) UploadSARIF(ctx context.Context, commitSHA, ref string, sarif []byte) (string, error) {
+func (w *Reviewer) UploadSARIF(ctx context.Context, commitSHA, ref string, sarif []byte) (string, error) {
 	const op = "writer.UploadSARIF"
 	if !sha1Hex.MatchString(commitSHA) || !strings.HasPrefix(ref, "refs/") {
 		return "", fmt.Errorf("%s: commit SHA and full ref required", op)
@@ -651,14 +637,11 @@ func (w *client) UploadSARIF(ctx context.Context, commitSHA, ref string, sarif [
 	return id.GetID(), nil
 }
 
-func (w *client) sarifClients(ctx context.Context) (*github.Clients, error) {
-	if w.app == nil {
-		return nil, errors.New("SARIF uploads need the review app (NewReviewer)")
-	}
+func (w *Reviewer) sarifClients(ctx context.Context) (*github.Clients, error) {
 	w.sarifMu.Lock()
 	defer w.sarifMu.Unlock()
 	if w.sarif == nil {
-		c, err := w.app.Clients(ctx, w.installation, w.repo(), github.CodeScanningPermissions())
+		c, err := w.conn.Clients(ctx, w.installation, repoOf(w.c), github.SetCodeScanning)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package github
+package appauth
 
 import (
 	"bytes"
@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/quavon/quavon/internal/github"
 )
 
 func TestJWTClaims(t *testing.T) {
@@ -62,7 +63,6 @@ func TestNewAppRefusesNonsense(t *testing.T) {
 		"no key":      {ID: 1},
 		"garbage key": {ID: 1, PrivateKeyPEM: []byte("-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n")},
 		"bad api url": {ID: 1, PrivateKeyPEM: key, APIURL: "ftp://x/"},
-		"bad graphql": {ID: 1, PrivateKeyPEM: key, GraphQLURL: "/graphql"},
 	} {
 		if _, err := NewApp(cfg); err == nil {
 			t.Errorf("%s: NewApp accepted", name)
@@ -74,7 +74,7 @@ func TestTokenRequestsExactlyRepoAndPermissions(t *testing.T) {
 	t.Parallel()
 	ts := &tokenServer{}
 	app, _ := newTestApp(t, ts)
-	tok, err := app.Token(context.Background(), 9, "o/r", FixerPermissions())
+	tok, err := app.Token(context.Background(), 9, "o/r", github.FixerPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,33 +85,33 @@ func TestTokenRequestsExactlyRepoAndPermissions(t *testing.T) {
 	if len(req.Repositories) != 1 || req.Repositories[0] != "r" {
 		t.Errorf("repositories = %v, want [r]", req.Repositories)
 	}
-	if !req.Permissions.Equal(FixerPermissions()) {
+	if !req.Permissions.Equal(github.FixerPermissions()) {
 		t.Errorf("requested permissions %s", req.Permissions)
 	}
-	if !tok.Permissions.Equal(FixerPermissions()) || tok.Repo != "o/r" || tok.InstallationID != 9 {
+	if !tok.Permissions.Equal(github.FixerPermissions()) || tok.Repo != "o/r" || tok.InstallationID != 9 {
 		t.Errorf("token = %s", tok)
 	}
 }
 
 func TestTokenRefusesMismatch(t *testing.T) {
 	t.Parallel()
-	cases := map[string]func(tokenRequest) (Permissions, string){
-		"wider": func(r tokenRequest) (Permissions, string) {
+	cases := map[string]func(tokenRequest) (github.Permissions, string){
+		"wider": func(r tokenRequest) (github.Permissions, string) {
 			p := r.Permissions.Clone()
 			p["administration"] = "write"
 			return p, "o/r"
 		},
-		"narrower": func(r tokenRequest) (Permissions, string) {
+		"narrower": func(r tokenRequest) (github.Permissions, string) {
 			p := r.Permissions.Clone()
 			delete(p, "metadata")
 			return p, "o/r"
 		},
-		"different level": func(r tokenRequest) (Permissions, string) {
+		"different level": func(r tokenRequest) (github.Permissions, string) {
 			p := r.Permissions.Clone()
 			p["contents"] = "read"
 			return p, "o/r"
 		},
-		"other owner's repository": func(r tokenRequest) (Permissions, string) {
+		"other owner's repository": func(r tokenRequest) (github.Permissions, string) {
 			return r.Permissions, "evil/r"
 		},
 	}
@@ -120,9 +120,9 @@ func TestTokenRefusesMismatch(t *testing.T) {
 			t.Parallel()
 			ts := &tokenServer{grant: grant}
 			app, _ := newTestApp(t, ts)
-			_, err := app.Token(context.Background(), 9, "o/r", FixerPermissions())
-			if !errors.Is(err, ErrTokenMismatch) {
-				t.Fatalf("err = %v, want ErrTokenMismatch", err)
+			_, err := app.Token(context.Background(), 9, "o/r", github.FixerPermissions())
+			if !errors.Is(err, github.ErrTokenMismatch) {
+				t.Fatalf("err = %v, want github.ErrTokenMismatch", err)
 			}
 			if len(ts.revoked) != 1 || !strings.HasPrefix(ts.revoked[0], "ghs_token") {
 				t.Errorf("refused token not revoked: %v", ts.revoked)
@@ -139,12 +139,12 @@ func TestTokenCacheReuseAndRefresh(t *testing.T) {
 	ts := &tokenServer{lifetime: time.Hour}
 	app, _ := newTestApp(t, ts)
 	ctx := context.Background()
-	first, err := app.Token(ctx, 9, "o/r", ReviewReadPermissions())
+	first, err := app.Token(ctx, 9, "o/r", github.ReviewReadPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts.clock.Advance(54 * time.Minute) // 6 min left: still reused
-	again, err := app.Token(ctx, 9, "O/R", ReviewReadPermissions())
+	again, err := app.Token(ctx, 9, "O/R", github.ReviewReadPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,20 +152,20 @@ func TestTokenCacheReuseAndRefresh(t *testing.T) {
 		t.Fatalf("token not reused (mints %d)", ts.Mints())
 	}
 	// Different permission set, repository or installation: separate tokens.
-	if _, err := app.Token(ctx, 9, "o/r", FixerPermissions()); err != nil {
+	if _, err := app.Token(ctx, 9, "o/r", github.FixerPermissions()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Token(ctx, 9, "o/other", ReviewReadPermissions()); err != nil {
+	if _, err := app.Token(ctx, 9, "o/other", github.ReviewReadPermissions()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Token(ctx, 10, "o/r", ReviewReadPermissions()); err != nil {
+	if _, err := app.Token(ctx, 10, "o/r", github.ReviewReadPermissions()); err != nil {
 		t.Fatal(err)
 	}
 	if ts.Mints() != 4 {
 		t.Fatalf("mints = %d, want 4", ts.Mints())
 	}
 	ts.clock.Advance(time.Minute + time.Second) // under 5 min left: refreshed
-	fresh, err := app.Token(ctx, 9, "o/r", ReviewReadPermissions())
+	fresh, err := app.Token(ctx, 9, "o/r", github.ReviewReadPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,8 +174,8 @@ func TestTokenCacheReuseAndRefresh(t *testing.T) {
 	}
 	// Returned tokens are copies: mutating one cannot widen the cache.
 	fresh.Permissions["administration"] = "write"
-	cached, _ := app.Token(ctx, 9, "o/r", ReviewReadPermissions())
-	if !cached.Permissions.Equal(ReviewReadPermissions()) {
+	cached, _ := app.Token(ctx, 9, "o/r", github.ReviewReadPermissions())
+	if !cached.Permissions.Equal(github.ReviewReadPermissions()) {
 		t.Fatal("cached token permissions were mutated through a returned copy")
 	}
 }
@@ -186,12 +186,12 @@ func TestTokenRefusesBadInput(t *testing.T) {
 	app, _ := newTestApp(t, ts)
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"empty perms":  func() error { _, err := app.Token(ctx, 9, "o/r", Permissions{}); return err },
-		"bad level":    func() error { _, err := app.Token(ctx, 9, "o/r", Permissions{"contents": "all"}); return err },
-		"no owner":     func() error { _, err := app.Token(ctx, 9, "r", FixerPermissions()); return err },
-		"path inject":  func() error { _, err := app.Token(ctx, 9, "o/r/../x", FixerPermissions()); return err },
-		"dotdot":       func() error { _, err := app.Token(ctx, 9, "o/..", FixerPermissions()); return err },
-		"installation": func() error { _, err := app.Token(ctx, 0, "o/r", FixerPermissions()); return err },
+		"empty perms":  func() error { _, err := app.Token(ctx, 9, "o/r", github.Permissions{}); return err },
+		"bad level":    func() error { _, err := app.Token(ctx, 9, "o/r", github.Permissions{"contents": "all"}); return err },
+		"no owner":     func() error { _, err := app.Token(ctx, 9, "r", github.FixerPermissions()); return err },
+		"path inject":  func() error { _, err := app.Token(ctx, 9, "o/r/../x", github.FixerPermissions()); return err },
+		"dotdot":       func() error { _, err := app.Token(ctx, 9, "o/..", github.FixerPermissions()); return err },
+		"installation": func() error { _, err := app.Token(ctx, 0, "o/r", github.FixerPermissions()); return err },
 	} {
 		if call() == nil {
 			t.Errorf("%s: accepted", name)
@@ -208,7 +208,7 @@ func TestTokenNeverPrinted(t *testing.T) {
 	app, _ := newTestApp(t, ts)
 	var logs bytes.Buffer
 	app.log = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	tok, err := app.Token(context.Background(), 9, "o/r", FixerPermissions())
+	tok, err := app.Token(context.Background(), 9, "o/r", github.FixerPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,32 +222,27 @@ func TestTokenNeverPrinted(t *testing.T) {
 	}
 }
 
-func TestUnauthorizedDropsCachedToken(t *testing.T) {
+func TestForgetDropsOnlyTheNamedToken(t *testing.T) {
 	t.Parallel()
-	calls := 0
-	ts := &tokenServer{routes: map[string]http.HandlerFunc{
-		"GET /repos/o/r": func(w http.ResponseWriter, r *http.Request) {
-			calls++
-			if calls == 1 {
-				http.Error(w, `{"message":"Bad credentials"}`, http.StatusUnauthorized)
-				return
-			}
-			_, _ = w.Write([]byte(`{"id":7,"name":"r","full_name":"o/r","default_branch":"main","owner":{"login":"o"}}`))
-		},
-	}}
+	ts := &tokenServer{}
 	app, _ := newTestApp(t, ts)
-	rd, err := NewReader(context.Background(), app, 9, "o/r")
+	ctx := context.Background()
+	first, err := app.Token(ctx, 9, "o/r", github.ReviewReadPermissions())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rd.Repository(context.Background()); !errors.Is(err, ErrForbidden) {
-		t.Fatalf("err = %v, want ErrForbidden", err)
+	// A digest of some other token changes nothing: a caller can refresh
+	// only a token it holds.
+	app.Forget(9, "o/r", github.ReviewReadPermissions(), github.TokenDigest("ghs_other"))
+	if again, _ := app.Token(ctx, 9, "o/r", github.ReviewReadPermissions()); again.Secret() != first.Secret() || ts.Mints() != 1 {
+		t.Fatalf("a foreign digest dropped the cached token (mints %d)", ts.Mints())
 	}
-	repo, err := rd.Repository(context.Background())
-	if err != nil || repo.DefaultBranch != "main" {
-		t.Fatalf("repo = %+v, err = %v", repo, err)
+	app.Forget(9, "O/R", github.ReviewReadPermissions(), github.TokenDigest(first.Secret()))
+	fresh, err := app.Token(ctx, 9, "o/r", github.ReviewReadPermissions())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ts.Mints() != 2 {
-		t.Fatalf("mints = %d, want a fresh token after the 401", ts.Mints())
+	if fresh.Secret() == first.Secret() || ts.Mints() != 2 {
+		t.Fatalf("Forget did not drop the token (mints %d)", ts.Mints())
 	}
 }
