@@ -1,6 +1,8 @@
 package bench
 
 import (
+	runnerapp "github.com/quavon/quavon/internal/app/runner"
+
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 
 	"context"
@@ -25,7 +27,7 @@ import (
 func benchModes() []docker.Mode { return []docker.Mode{docker.ModeRuncInsecure, docker.ModeRunsc} }
 
 type runnerBench struct {
-	local   *runner.Local
+	local   *runnerapp.Local
 	backend *docker.Backend
 	image   string
 	base    string
@@ -48,7 +50,7 @@ func newRunnerBench(b *testing.B, mode docker.Mode, concurrency int) *runnerBenc
 	if err != nil {
 		b.Fatal(err)
 	}
-	local, err := runner.StartLocal(ctx, runner.LocalConfig{Valkey: admin, Pool: pool, Keys: benchRing(b), Backend: backend,
+	local, err := runnerapp.StartLocal(ctx, runnerapp.Parts{Valkey: admin, Pool: pool, Keys: benchRing(b), Backend: backend,
 		Images: images, Ceiling: benchLimits(), Concurrency: concurrency, Log: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

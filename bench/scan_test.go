@@ -1,6 +1,8 @@
 package bench
 
 import (
+	scanapp "github.com/quavon/quavon/internal/app/scan"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,23 +49,23 @@ func BenchmarkScan50Files(b *testing.B) {
 		b.Fatalf("%d changed files, want 50", len(plan.Files))
 	}
 	rootfs := exportScanners(b, lock)
-	cfg, err := config.Load([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + lock,
+	cfg, err := config.LoadScan([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + lock,
 		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + platform})
 	if err != nil {
 		b.Fatal(err)
 	}
-	local, _, err := scan.StartLocal(ctx, cfg, &testenv.LogBuffer{})
+	local, err := scanapp.StartLocal(ctx, cfg, &testenv.LogBuffer{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer local.Close()
-	cfg.Runner.Backend, cfg.Runner.AllowInsecure = runner.BackendRuncInsecure, true
-	localRunc, _, err := scan.StartLocal(ctx, cfg, &testenv.LogBuffer{})
+	cfg.Runner.Backend, cfg.Runner.AllowInsecure = config.BackendRuncInsecure, true
+	localRunc, err := scanapp.StartLocal(ctx, cfg, &testenv.LogBuffer{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer localRunc.Close()
-	scanWith := func(l *scan.Local) time.Duration {
+	scanWith := func(l *scanapp.Local) time.Duration {
 		t0 := time.Now()
 		out, err := scan.Run(ctx, l.Client, plan, scan.Options{})
 		d := time.Since(t0)

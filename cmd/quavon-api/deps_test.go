@@ -3,11 +3,11 @@ package main
 import (
 	"testing"
 
-	"github.com/quavon/quavon/internal/testenv"
+	"github.com/quavon/quavon/internal/deptest"
 )
 
-// Only the publisher may link the code host's write methods (ARCHITECTURE.md,
-// boundaries).
-func TestLinksNoProviderWrites(t *testing.T) {
-	testenv.AssertNoDeps(t, "github.com/quavon/quavon/internal/github/writer")
+// quavon-api holds the database and webhook secrets: no app key, no write token, no model, no sandbox key, no Docker (ARCHITECTURE.md, processes).
+func TestDeps(t *testing.T) {
+	t.Parallel()
+	deptest.Check(t, deptest.All(deptest.AppKeys, deptest.Writes, deptest.Models, deptest.Containers, deptest.SandboxKeys, deptest.Valkey, deptest.Proxy))
 }

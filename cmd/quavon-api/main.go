@@ -1,6 +1,7 @@
-// Command quavon-api serves Quavon's HTTP API (internal/api): repository
-// policies today. It connects to PostgreSQL as a service role (a member of
-// quavon_app that owns nothing) and holds no tokens of any code host.
+// Command quavon-api serves Quavon's HTTP API: webhook intake and the
+// repository policy API (internal/app/api). It connects to PostgreSQL as a
+// service role (a member of quavon_app that owns nothing) and holds no app
+// key and no write token.
 package main
 
 import (
@@ -8,17 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
 
-	"github.com/quavon/quavon/internal/api"
+	apiapp "github.com/quavon/quavon/internal/app/api"
 	"github.com/quavon/quavon/internal/config"
-	"github.com/quavon/quavon/internal/postgres"
 )
 
 func main() {
@@ -35,53 +31,17 @@ func main() {
 // address.
 func run(ctx context.Context, environ []string, logOut io.Writer, ready chan<- string) error {
 	log := slog.New(slog.NewJSONHandler(logOut, nil))
-	cfg, err := config.Load(environ)
+	cfg, err := config.LoadAPI(environ)
 	if err != nil {
 		return err
 	}
-	db, err := postgres.OpenConfigured(ctx, cfg.DB, 0)
+	s, err := apiapp.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	secrets := map[api.AppKind][]byte{}
-	for kind, file := range map[api.AppKind]string{api.AppReview: cfg.API.ReviewWebhookSecretFile, api.AppFixer: cfg.API.FixerWebhookSecretFile} {
-		if file == "" {
-			continue
-		}
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("webhook secret of the %s app: %w", kind, err)
-		}
-		if s := strings.TrimRight(string(b), "\r\n"); len(s) >= 16 {
-			secrets[kind] = []byte(s)
-		} else {
-			return fmt.Errorf("webhook secret of the %s app: want at least 16 characters", kind)
-		}
-	}
-	ln, err := net.Listen("tcp", cfg.API.Listen)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{
-		Handler:           (&api.Server{DB: db, Log: log, WebhookSecrets: secrets}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
-		WriteTimeout:      30 * time.Second,
-		MaxHeaderBytes:    32 << 10,
-	}
-	log.Info("quavon-api listening", slog.String("addr", ln.Addr().String()))
+	defer s.Close()
 	if ready != nil {
-		ready <- ln.Addr().String()
+		ready <- s.Addr()
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return s.Run(ctx)
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/quavon/quavon/internal/deptest"
+
 	"debug/elf"
 	"os"
 	"os/exec"
@@ -9,12 +11,20 @@ import (
 	"testing"
 )
 
-// forbidden are packages the entry program must never link: network
-// clients, and cgo (which would make it dynamic and pull in libc's
-// resolver and NSS). os/user is linked through archive/tar; built with
-// CGO_ENABLED=0 it is the pure Go /etc/passwd reader, and runtime/cgo
-// being absent is what proves that.
-var forbidden = []string{"net", "net/http", "crypto/tls", "crypto/x509", "runtime/cgo", "plugin", "os/exec"}
+// Beyond the privilege table's rules (deptest), the entry program links
+// nothing outside the standard library and Quavon's own packages, no
+// network client, no cgo (which would make it dynamic and pull in libc's
+// resolver and NSS) and no os/exec (it starts steps itself). os/user is
+// linked through archive/tar; built with CGO_ENABLED=0 it is the pure Go
+// /etc/passwd reader, and runtime/cgo being absent is what proves that.
+var forbidden = deptest.All(deptest.AppKeys, deptest.Writes, deptest.Models, deptest.Containers, deptest.SandboxKeys,
+	deptest.Database, deptest.Valkey, deptest.CodeHost, deptest.Proxy, deptest.Network, []deptest.Rule{
+		{Pattern: "crypto/tls", Reason: "a network client: PID 1 talks to nothing but its pipes"},
+		{Pattern: "crypto/x509", Reason: "a network client: PID 1 talks to nothing but its pipes"},
+		{Pattern: "runtime/cgo", Reason: "cgo makes PID 1 dynamic (libc, NSS)"},
+		{Pattern: "plugin", Reason: "loads code at run time"},
+		{Pattern: "os/exec", Reason: "PID 1 starts the steps itself"},
+	})
 
 const module = "github.com/quavon/quavon/"
 
@@ -33,24 +43,13 @@ func goCmd(t *testing.T, args ...string) string {
 	return string(out)
 }
 
-func TestLinksNoNetworkNoCgo(t *testing.T) {
+func TestDeps(t *testing.T) {
 	t.Parallel()
-	out := goCmd(t, "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", ".")
-	seen := map[string]bool{}
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
-		path, std, _ := strings.Cut(line, " ")
-		seen[path] = true
-		if std != "true" && !strings.HasPrefix(path, module+"internal/") && path != module+"cmd/quavon-entry" {
+	deptest.Check(t, forbidden)
+	for _, path := range deptest.List(t, ".") {
+		if strings.Contains(path, ".") && !strings.HasPrefix(path, module) {
 			t.Errorf("links %s, outside the standard library and %sinternal", path, module)
 		}
-	}
-	for _, p := range forbidden {
-		if seen[p] {
-			t.Errorf("links %s", p)
-		}
-	}
-	if !seen[module+"internal/sandbox/entry"] {
-		t.Fatalf("go list output does not look like the entry program's:\n%s", out)
 	}
 }
 

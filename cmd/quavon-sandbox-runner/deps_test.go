@@ -3,12 +3,11 @@ package main
 import (
 	"testing"
 
-	"github.com/quavon/quavon/internal/testenv"
+	"github.com/quavon/quavon/internal/deptest"
 )
 
-// TestRunnerLinksNoControlPlaneAccess: the runner binary must not be able
-// to reach the database, a code host or a model.
-func TestRunnerLinksNoControlPlaneAccess(t *testing.T) {
+// quavon-sandbox-runner holds the container runtime, its Valkey user and the pool key: no database, no GitHub client or token, no model, and not the proxy's code.
+func TestDeps(t *testing.T) {
 	t.Parallel()
-	testenv.AssertNoDeps(t, testenv.ControlPlaneClients...)
+	deptest.Check(t, deptest.All(deptest.AppKeys, deptest.Writes, deptest.Models, deptest.Database, deptest.CodeHost, deptest.Proxy))
 }

@@ -3,11 +3,11 @@ package main
 import (
 	"testing"
 
-	"github.com/quavon/quavon/internal/testenv"
+	"github.com/quavon/quavon/internal/deptest"
 )
 
-// Only the publisher may link the code host's write methods (ARCHITECTURE.md,
-// boundaries).
-func TestLinksNoProviderWrites(t *testing.T) {
-	testenv.AssertNoDeps(t, "github.com/quavon/quavon/internal/github/writer")
+// quavon-worker holds the database, model keys and the sandbox key: no app key, no write token, no Docker.
+func TestDeps(t *testing.T) {
+	t.Parallel()
+	deptest.Check(t, deptest.All(deptest.AppKeys, deptest.Writes, deptest.Containers, deptest.Proxy))
 }

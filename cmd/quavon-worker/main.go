@@ -1,6 +1,7 @@
 // Command quavon-worker runs the control plane's background jobs on River
-// (PostgreSQL): today the retention sweep (spec DT5), hourly and at start.
-// Review and fix runs arrive with their issues.
+// (PostgreSQL), assembled by internal/app/worker: today the retention sweep
+// (spec DT5), hourly and at start. Review and fix runs arrive with their
+// issues.
 package main
 
 import (
@@ -11,14 +12,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-
+	workerapp "github.com/quavon/quavon/internal/app/worker"
 	"github.com/quavon/quavon/internal/config"
-	"github.com/quavon/quavon/internal/postgres"
-	"github.com/quavon/quavon/internal/retention"
 )
 
 func main() {
@@ -33,32 +29,14 @@ func main() {
 
 func run(ctx context.Context, environ []string, logOut io.Writer) error {
 	log := slog.New(slog.NewJSONHandler(logOut, nil))
-	cfg, err := config.Load(environ)
+	cfg, err := config.LoadWorker(environ)
 	if err != nil {
 		return err
 	}
-	db, err := postgres.OpenConfigured(ctx, cfg.DB, 0)
+	s, err := workerapp.New(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	workers := river.NewWorkers()
-	river.AddWorker(workers, &retention.Worker{DB: db})
-	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
-		Logger:       log,
-		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 4}},
-		Workers:      workers,
-		PeriodicJobs: []*river.PeriodicJob{retention.PeriodicJob(time.Hour)},
-	})
-	if err != nil {
-		return err
-	}
-	if err := client.Start(ctx); err != nil {
-		return err
-	}
-	log.Info("quavon-worker started")
-	<-ctx.Done()
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return client.Stop(sctx)
+	defer s.Close()
+	return s.Run(ctx)
 }

@@ -1,21 +1,23 @@
-// Command quavon is the operator's and developer's CLI.
+// Command quavon is the operator's and developer's CLI, on cobra: each
+// command is an options struct and a run function that tests call directly
+// (the cli/cli habit), with generated help (`quavon help <command>`) and
+// shell completion (`quavon completion bash|zsh|fish|powershell`).
 //
-//	quavon scan            the deterministic scanners, in the sandbox, over the
-//	                       current branch's changes (quavon scan -h)
-//	quavon migrate         apply the control plane's database migrations
-//	quavon api-token create --tenant T --user U --name N
-//	                       print a new API token (shown once)
-//	quavon keys generate   print a new sandbox pool key (base64, 32 random bytes)
-//	quavon keys id         print the ids of the configured sandbox keys
+//	quavon scan             the deterministic scanners, in the sandbox, over the
+//	                        current branch's changes
+//	quavon migrate          apply the control plane's database migrations
+//	quavon api-token create print a new API token (shown once)
+//	quavon keys generate    print a new sandbox pool key
+//	quavon keys id          print the ids of the configured sandbox keys
+//	quavon broker credential
+//	                        create a token-broker credential and its callers line
 //
-// Further subcommands (doctor, sandbox run) arrive with the
-// features they drive.
+// Further commands (review, fix, eval, dev, doctor, admin, audit, github
+// setup) arrive with the features they drive.
 package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -23,89 +25,129 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/quavon/quavon/internal/config"
-	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/spf13/cobra"
 )
-
-const usage = `usage: quavon <command>
-
-commands:
-  scan            run the deterministic scanners in the sandbox over the
-                  current branch's changes (quavon scan -h)
-  migrate         apply the database migrations (QUAVON_DATABASE_URL, as a role
-                  that may create roles and tables); idempotent, refuses a
-                  newer schema
-  api-token create --tenant UUID --user UUID --name NAME [--expires-in 2160h]
-                  print a new API token for the user (shown once; only its
-                  SHA-256 is stored)
-  keys generate   print a new sandbox pool key: put it in the file named by
-                  QUAVON_SANDBOX_SIGNING_KEY_FILE (mode 0600)
-  keys id         print the ids of the keys in QUAVON_SANDBOX_SIGNING_KEY_FILE
-                  and QUAVON_SANDBOX_PREVIOUS_KEYS_FILE
-`
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		var ee *scanExit
-		if errors.As(err, &ee) {
-			if ee.err != nil && !errors.Is(ee.err, errUsage) {
-				fmt.Fprintln(os.Stderr, "quavon:", ee.err)
-			}
-			os.Exit(ee.code)
-		}
-		if errors.Is(err, errUsage) {
-			fmt.Fprint(os.Stderr, usage)
-			os.Exit(2)
-		}
-		fmt.Fprintln(os.Stderr, "quavon:", err)
-		os.Exit(1)
-	}
+	os.Exit(exitCode(err, os.Stderr))
 }
 
+// env is what every command gets instead of globals: the environment and
+// the output streams.
+type env struct {
+	environ        []string
+	stdout, stderr io.Writer
+}
+
+// run executes one command line.
+func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	root := newRoot(&env{environ: environ, stdout: stdout, stderr: stderr})
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+func newRoot(e *env) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "quavon",
+		Short:         "Quavon's operator and developer CLI",
+		Long:          "Quavon reviews pull requests and fixes issues; this is its operator and developer CLI.\nSettings are QUAVON_* environment variables (see the README's configuration table).",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          groupRunE,
+	}
+	root.SetOut(e.stdout)
+	root.SetErr(e.stderr)
+	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
+	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil))
+	return root
+}
+
+// groupRunE is the RunE of a command that only groups others: without a
+// known subcommand it is a usage error.
+func groupRunE(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return usageError(cmd, "a command is required")
+	}
+	return usageError(cmd, fmt.Sprintf("unknown command %q", args[0]))
+}
+
+// noArgs is cobra.NoArgs as a usage error (exit 2).
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageError(cmd, fmt.Sprintf("%s takes no arguments, got %q", cmd.CommandPath(), args))
+	}
+	return nil
+}
+
+// errUsage marks a command line that could not be understood (exit 2).
 var errUsage = errors.New("usage")
 
-func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	if len(args) >= 1 && args[0] == "scan" {
-		return runScan(ctx, args[1:], environ, stdout, stderr)
-	}
-	if len(args) >= 2 && args[0] == "api-token" && args[1] == "create" {
-		return runTokenCreate(ctx, args[2:], environ, stdout, stderr)
-	}
-	if len(args) == 1 && args[0] == "migrate" {
-		return runMigrate(ctx, environ, stdout)
-	}
-	if len(args) == 2 && args[0] == "keys" {
-		switch args[1] {
-		case "generate":
-			k := make([]byte, sandbox.MinKeyBytes)
-			rand.Read(k)
-			_, err := fmt.Fprintln(stdout, base64.StdEncoding.EncodeToString(k))
-			return err
-		case "id":
-			cfg, err := config.Load(environ)
-			if err != nil {
-				return err
-			}
-			ring, err := cfg.SandboxKeys()
-			if err != nil {
-				return err
-			}
-			for i, id := range ring.IDs() {
-				role := "previous (verify only)"
-				if i == 0 {
-					role = "current"
-				}
-				fmt.Fprintf(stdout, "%s\t%s\n", id, role)
-			}
-			return nil
-		}
-	}
-	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		_, err := fmt.Fprint(stdout, usage)
-		return err
-	}
-	return errUsage
+type usageErr struct {
+	cmd *cobra.Command
+	msg string
 }
+
+func (e *usageErr) Error() string { return e.msg }
+func (e *usageErr) Unwrap() error { return errUsage }
+
+func usageError(cmd *cobra.Command, msg string) error { return &usageErr{cmd: cmd, msg: msg} }
+
+// exitCode reports err on stderr and maps it to the process's exit status:
+// 0 success, 2 usage, the code of an *exitStatus (quavon scan's 1 and 3),
+// 1 anything else.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exitStatus
+	if errors.As(err, &ee) {
+		if ee.err != nil && !errors.Is(ee.err, errUsage) {
+			fmt.Fprintln(stderr, "quavon:", ee.err)
+		}
+		if errors.Is(ee.err, errUsage) {
+			printUsage(ee.err, stderr)
+		}
+		return ee.code
+	}
+	if errors.Is(err, errUsage) {
+		printUsage(err, stderr)
+		return 2
+	}
+	fmt.Fprintln(stderr, "quavon:", err)
+	return 1
+}
+
+func printUsage(err error, stderr io.Writer) {
+	var ue *usageErr
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "quavon: %s\n\n", ue.msg)
+		ue.cmd.SetOut(stderr)
+		_ = ue.cmd.Usage()
+	}
+}
+
+// exitStatus carries a specific exit status (quavon scan: 1 findings, 2
+// errors, 3 incomplete).
+type exitStatus struct {
+	code int
+	err  error
+}
+
+func (e *exitStatus) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitStatus) Unwrap() error { return e.err }

@@ -1,22 +1,24 @@
 package main
 
 import (
+	scanapp "github.com/quavon/quavon/internal/app/scan"
+
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/scan"
 )
 
-const scanUsage = `usage: quavon scan [flags]
-
-Runs the deterministic scanners (ast-grep with Quavon's rules, gitleaks,
+const scanLong = `Runs the deterministic scanners (ast-grep with Quavon's rules, gitleaks,
 bandit, gosec, ESLint with eslint-plugin-security, Ruff) in the sandbox over
 the files the current branch changed: the head commit against its merge base
 with --base. Only findings on changed lines (± --context) are reported.
@@ -24,10 +26,7 @@ Repository configuration and inline suppressions are ignored.
 
 Exit status: 0 no finding at or above --fail-on; 1 findings at or above
 --fail-on; 3 a scanner failed, timed out or is missing from the image (and
-no finding failed the scan); 2 any other error.
-
-flags:
-`
+no finding failed the scan); 2 any other error.`
 
 // Exit codes of quavon scan beyond 0 and 1.
 const (
@@ -36,74 +35,75 @@ const (
 	exitIncomplete = 3
 )
 
-type scanExit struct {
-	code int
-	err  error
+type scanOptions struct {
+	env         *env
+	Base        string
+	Format      string
+	Context     int
+	FailOn      string
+	MaxFindings int
+	Tools       string
+	Dir         string
+	ToolTimeout time.Duration
 }
 
-func (e *scanExit) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
+func newScanCmd(e *env, runF func(context.Context, *scanOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runScan
 	}
-	return e.err.Error()
+	o := &scanOptions{env: e}
+	cmd := &cobra.Command{
+		Use:   "scan [flags]",
+		Short: "Run the deterministic scanners in the sandbox over the current branch's changes",
+		Long:  scanLong,
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return runF(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Base, "base", "", "compare with the merge base of `REF` and HEAD (default: the upstream, origin/HEAD, main or master)")
+	f.StringVar(&o.Format, "format", "text", "output `format`: text, json or sarif")
+	f.IntVar(&o.Context, "context", 3, "report findings within `N` lines of a changed line")
+	f.StringVar(&o.FailOn, "fail-on", "high", "exit 1 on findings of this `severity` or above (critical, high, medium, low, info, none)")
+	f.IntVar(&o.MaxFindings, "max-findings", 50, "report at most `N` findings (the most severe)")
+	f.StringVar(&o.Tools, "tools", "", "comma-separated `list` of scanners to run (default all: "+toolList()+")")
+	f.StringVarP(&o.Dir, "dir", "C", ".", "run in `DIR` (a git work tree)")
+	f.DurationVar(&o.ToolTimeout, "tool-timeout", 5*time.Minute, "time limit of each scanner")
+	return cmd
 }
 
-func runScan(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, scanUsage)
-		fs.PrintDefaults()
-	}
-	base := fs.String("base", "", "compare with the merge base of `REF` and HEAD (default: the upstream, origin/HEAD, main or master)")
-	format := fs.String("format", "text", "output `format`: text, json or sarif")
-	ctxLines := fs.Int("context", 3, "report findings within `N` lines of a changed line")
-	failOn := fs.String("fail-on", "high", "exit 1 on findings of this `severity` or above (critical, high, medium, low, info, none)")
-	maxFindings := fs.Int("max-findings", 50, "report at most `N` findings (the most severe)")
-	tools := fs.String("tools", "", "comma-separated `list` of scanners to run (default all: "+toolList()+")")
-	dir := fs.String("C", ".", "run in `DIR` (a git work tree)")
-	timeout := fs.Duration("tool-timeout", 5*time.Minute, "time limit of each scanner")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return &scanExit{code: exitError, err: errUsage}
-	}
-	if fs.NArg() != 0 {
-		fs.Usage()
-		return &scanExit{code: exitError, err: fmt.Errorf("scan takes no arguments, got %q", fs.Args())}
-	}
-	rank, err := scan.ParseFailOn(*failOn)
+func runScan(ctx context.Context, o *scanOptions) error {
+	stdout, stderr, environ := o.env.stdout, o.env.stderr, o.env.environ
+	rank, err := scan.ParseFailOn(o.FailOn)
 	if err != nil {
-		return &scanExit{code: exitError, err: err}
+		return &exitStatus{code: exitError, err: err}
 	}
-	switch *format {
+	switch o.Format {
 	case "text", "json", "sarif":
 	default:
-		return &scanExit{code: exitError, err: fmt.Errorf("--format %q: want text, json or sarif", *format)}
+		return &exitStatus{code: exitError, err: fmt.Errorf("--format %q: want text, json or sarif", o.Format)}
 	}
-	if *ctxLines < 0 || *ctxLines > 1000 || *maxFindings < 1 || *maxFindings > 25000 {
-		return &scanExit{code: exitError, err: errors.New("--context wants 0..1000, --max-findings 1..25000")}
+	if o.Context < 0 || o.Context > 1000 || o.MaxFindings < 1 || o.MaxFindings > 25000 {
+		return &exitStatus{code: exitError, err: errors.New("--context wants 0..1000, --max-findings 1..25000")}
 	}
-	opt := scan.Options{ToolTimeout: *timeout, Normalise: sast.Options{ContextLines: *ctxLines, MaxFindings: *maxFindings}}
-	if *tools != "" {
-		for _, t := range strings.Split(*tools, ",") {
+	opt := scan.Options{ToolTimeout: o.ToolTimeout, Normalise: sast.Options{ContextLines: o.Context, MaxFindings: o.MaxFindings}}
+	if o.Tools != "" {
+		for _, t := range strings.Split(o.Tools, ",") {
 			tool := sast.Tool(strings.TrimSpace(t))
 			if !tool.Valid() {
-				return &scanExit{code: exitError, err: fmt.Errorf("--tools: unknown scanner %q (known: %s)", tool, toolList())}
+				return &exitStatus{code: exitError, err: fmt.Errorf("--tools: unknown scanner %q (known: %s)", tool, toolList())}
 			}
 			opt.Tools = append(opt.Tools, tool)
 		}
 	}
-	cfg, err := config.Load(scan.ScanEnviron(environ))
+	cfg, err := config.LoadScan(scanapp.Environ(environ))
 	if err != nil {
-		return &scanExit{code: exitError, err: err}
+		return &exitStatus{code: exitError, err: err}
 	}
 
 	start := time.Now()
-	plan, err := scan.NewPlan(ctx, *dir, *base, scan.DefaultLimits)
+	plan, err := scan.NewPlan(ctx, o.Dir, o.Base, scan.DefaultLimits)
 	if err != nil {
-		return &scanExit{code: exitError, err: err}
+		return &exitStatus{code: exitError, err: err}
 	}
 	fmt.Fprintf(stderr, "quavon scan: %s...%s (merge base %.12s): %d changed file(s) to scan, %d for context, %d skipped\n",
 		plan.Base, "HEAD", plan.MergeBase, len(plan.Files), len(plan.Context), len(plan.Skipped))
@@ -111,24 +111,21 @@ func runScan(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 	if len(plan.Files) == 0 {
 		out, err = scan.Run(ctx, nil, plan, opt)
 	} else {
-		local, warning, lerr := scan.StartLocal(ctx, cfg, stderr)
+		local, lerr := scanapp.StartLocal(ctx, cfg, stderr)
 		if lerr != nil {
-			return &scanExit{code: exitError, err: lerr}
+			return &exitStatus{code: exitError, err: lerr}
 		}
 		defer local.Close()
-		if warning != "" {
-			fmt.Fprintln(stderr, "quavon scan: WARNING:", warning)
-		}
 		fmt.Fprintf(stderr, "quavon scan: running the scanners image in the sandbox (%s, runtime %s)\n", local.Backend, local.Runtime)
 		stop := progress(stderr, start)
 		out, err = scan.Run(ctx, local.Client, plan, opt)
 		stop()
 	}
 	if err != nil {
-		return &scanExit{code: exitError, err: err}
+		return &exitStatus{code: exitError, err: err}
 	}
 	fmt.Fprintf(stderr, "quavon scan: done in %.1fs\n", time.Since(start).Seconds())
-	switch *format {
+	switch o.Format {
 	case "text":
 		err = scan.Text(stdout, out)
 	case "json":
@@ -142,13 +139,13 @@ func runScan(ctx context.Context, args, environ []string, stdout, stderr io.Writ
 		}
 	}
 	if err != nil {
-		return &scanExit{code: exitError, err: err}
+		return &exitStatus{code: exitError, err: err}
 	}
 	if n := out.Failing(rank); n > 0 {
-		return &scanExit{code: exitFindings, err: fmt.Errorf("%d finding(s) at or above %s", n, *failOn)}
+		return &exitStatus{code: exitFindings, err: fmt.Errorf("%d finding(s) at or above %s", n, o.FailOn)}
 	}
 	if out.Incomplete() {
-		return &scanExit{code: exitIncomplete, err: errors.New("the scan is incomplete: a scanner failed, timed out or is missing (see above)")}
+		return &exitStatus{code: exitIncomplete, err: errors.New("the scan is incomplete: a scanner failed, timed out or is missing (see above)")}
 	}
 	return nil
 }

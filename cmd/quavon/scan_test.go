@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -17,16 +17,8 @@ func gitRepo(t *testing.T) string {
 	return testenv.GitRepo(t, nil, map[string]string{"app.py": src})
 }
 
-func scanExitCode(err error) int {
-	var se *scanExit
-	if errors.As(err, &se) {
-		return se.code
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
+// scanExitCode is the process's exit status for err.
+func scanExitCode(err error) int { return exitCode(err, io.Discard) }
 
 // quavon scan end to end: the sandbox on gVisor, each output format, and
 // the exit status that --fail-on decides.

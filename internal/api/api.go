@@ -7,6 +7,8 @@
 package api
 
 import (
+	"github.com/quavon/quavon/internal/github"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,7 +29,7 @@ type Server struct {
 	Now func() time.Time
 	// WebhookSecrets are the GitHub Apps' webhook secrets; an app without
 	// one has no webhook endpoint (404).
-	WebhookSecrets map[AppKind][]byte
+	WebhookSecrets map[github.AppKind][]byte
 }
 
 // MaxBodyBytes caps a request body.

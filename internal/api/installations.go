@@ -1,6 +1,8 @@
 package api
 
 import (
+	"github.com/quavon/quavon/internal/github"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,15 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quavon/quavon/internal/postgres"
-)
-
-// AppKind is which of Quavon's two GitHub Apps an event is for.
-type AppKind string
-
-// The apps.
-const (
-	AppReview AppKind = "review"
-	AppFixer  AppKind = "fixer"
 )
 
 // Account is a GitHub account an app is installed on.
@@ -65,7 +58,7 @@ var errUnroutable = errors.New("unknown installation")
 
 // routeInstallation finds the tenant of an installation without a tenant
 // (quavon_route_installation, a SECURITY DEFINER function).
-func routeInstallation(ctx context.Context, db *postgres.DB, kind AppKind, id int64) (postgres.TenantID, error) {
+func routeInstallation(ctx context.Context, db *postgres.DB, kind github.AppKind, id int64) (postgres.TenantID, error) {
 	var tenant *string
 	if err := db.Pool.QueryRow(ctx, "SELECT quavon_route_installation($1, $2)::text", string(kind), id).Scan(&tenant); err != nil {
 		return "", err
@@ -79,7 +72,7 @@ func routeInstallation(ctx context.Context, db *postgres.DB, kind AppKind, id in
 // routeNewInstallation is the tenant of a new installation: its own if it
 // is known, else that of the account's other installation, else a new
 // tenant named after the account, created now.
-func routeNewInstallation(ctx context.Context, db *postgres.DB, kind AppKind, in Installation) (postgres.TenantID, error) {
+func routeNewInstallation(ctx context.Context, db *postgres.DB, kind github.AppKind, in Installation) (postgres.TenantID, error) {
 	t, err := routeInstallation(ctx, db, kind, in.ID)
 	if !errors.Is(err, errUnroutable) {
 		return t, err
@@ -106,15 +99,15 @@ func routeNewInstallation(ctx context.Context, db *postgres.DB, kind AppKind, in
 	return postgres.TenantID(id), err
 }
 
-func installationColumn(kind AppKind) string {
-	if kind == AppFixer {
+func installationColumn(kind github.AppKind) string {
+	if kind == github.AppFixer {
 		return "fixer_installation_id"
 	}
 	return "review_installation_id"
 }
 
 // upsertInstallation records (or refreshes) an installation in tx's tenant.
-func upsertInstallation(ctx context.Context, tx pgx.Tx, kind AppKind, in Installation) error {
+func upsertInstallation(ctx context.Context, tx pgx.Tx, kind github.AppKind, in Installation) error {
 	perms, err := json.Marshal(in.Permissions)
 	if err != nil {
 		return err
@@ -143,7 +136,7 @@ func upsertInstallation(ctx context.Context, tx pgx.Tx, kind AppKind, in Install
 }
 
 // addRepositories records repos as covered by the installation.
-func addRepositories(ctx context.Context, tx pgx.Tx, kind AppKind, installationID int64, repos []Repo) error {
+func addRepositories(ctx context.Context, tx pgx.Tx, kind github.AppKind, installationID int64, repos []Repo) error {
 	col := installationColumn(kind)
 	for _, r := range repos {
 		if r.ID <= 0 || r.Owner == "" || r.Name == "" {
@@ -169,7 +162,7 @@ func addRepositories(ctx context.Context, tx pgx.Tx, kind AppKind, installationI
 // removeRepositories marks repos as no longer covered by this app; the
 // rows (and their policies) stay while the other app covers them, and go
 // when neither does.
-func removeRepositories(ctx context.Context, tx pgx.Tx, kind AppKind, installationID int64, repoIDs []int64) error {
+func removeRepositories(ctx context.Context, tx pgx.Tx, kind github.AppKind, installationID int64, repoIDs []int64) error {
 	col := installationColumn(kind)
 	if _, err := tx.Exec(ctx, `UPDATE repositories SET `+col+` = NULL WHERE host = 'github.com' AND external_id = ANY($1) AND `+col+` = $2`,
 		repoIDs, installationID); err != nil {
@@ -182,7 +175,7 @@ func removeRepositories(ctx context.Context, tx pgx.Tx, kind AppKind, installati
 
 // deleteInstallation removes an installation and its coverage of every
 // repository.
-func deleteInstallation(ctx context.Context, tx pgx.Tx, kind AppKind, installationID int64) error {
+func deleteInstallation(ctx context.Context, tx pgx.Tx, kind github.AppKind, installationID int64) error {
 	col := installationColumn(kind)
 	rows, err := tx.Query(ctx, `SELECT external_id FROM repositories WHERE `+col+` = $1`, installationID)
 	if err != nil {
@@ -199,7 +192,7 @@ func deleteInstallation(ctx context.Context, tx pgx.Tx, kind AppKind, installati
 	return err
 }
 
-func setSuspended(ctx context.Context, tx pgx.Tx, kind AppKind, installationID int64, at *time.Time) error {
+func setSuspended(ctx context.Context, tx pgx.Tx, kind github.AppKind, installationID int64, at *time.Time) error {
 	_, err := tx.Exec(ctx, `UPDATE installations SET suspended_at = $3 WHERE app_kind = $1 AND external_id = $2`,
 		string(kind), installationID, at)
 	return err

@@ -33,7 +33,7 @@ type webhookResult struct {
 }
 
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
-	kind := AppKind(r.PathValue("app"))
+	kind := github.AppKind(r.PathValue("app"))
 	secret, ok := s.WebhookSecrets[kind]
 	if !ok || len(secret) == 0 {
 		s.fail(w, r, errNotFound)
@@ -78,7 +78,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 }
 
 // applyWebhook routes, records the delivery once and applies the event.
-func (s *Server) applyWebhook(ctx context.Context, kind AppKind, event, delivery string, parsed any) (string, error) {
+func (s *Server) applyWebhook(ctx context.Context, kind github.AppKind, event, delivery string, parsed any) (string, error) {
 	var installationID int64
 	var newInstallation *Installation
 	switch e := parsed.(type) {
@@ -148,7 +148,7 @@ func repoIDs(refs []github.RepositoryRef) []int64 {
 
 // apply changes the installations and repositories tables as the event
 // says.
-func apply(ctx context.Context, tx pgx.Tx, kind AppKind, parsed any, now time.Time) error {
+func apply(ctx context.Context, tx pgx.Tx, kind github.AppKind, parsed any, now time.Time) error {
 	switch e := parsed.(type) {
 	case *github.InstallationEvent:
 		in := Installation{ID: e.InstallationID, Account: accountOf(e.Account), Permissions: e.Permissions, Selection: e.RepositorySelection}

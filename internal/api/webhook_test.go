@@ -1,6 +1,8 @@
 package api_test
 
 import (
+	"github.com/quavon/quavon/internal/github"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,8 +34,8 @@ func newHookWorld(t *testing.T) *hookWorld {
 	w := &hookWorld{cp: testenv.NewControlPlane(t, 8), gh: githubfake.New(t)}
 	w.review = w.gh.RegisterApp("quavon-review")
 	w.fixer = w.gh.RegisterApp("quavon-fixer")
-	w.srv = httptest.NewServer((&api.Server{DB: w.cp.App, WebhookSecrets: map[api.AppKind][]byte{
-		api.AppReview: []byte(w.review.WebhookSecret), api.AppFixer: []byte(w.fixer.WebhookSecret),
+	w.srv = httptest.NewServer((&api.Server{DB: w.cp.App, WebhookSecrets: map[github.AppKind][]byte{
+		github.AppReview: []byte(w.review.WebhookSecret), github.AppFixer: []byte(w.fixer.WebhookSecret),
 	}}).Handler())
 	t.Cleanup(w.srv.Close)
 	w.gh.SetWebhookURL(w.review, w.srv.URL+"/webhooks/github/review")

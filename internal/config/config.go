@@ -1,56 +1,45 @@
 // Package config reads Quavon's settings from the environment, in one place.
 //
-// Every setting is a QUAVON_* variable. Secrets are only ever read from
-// files named by *_FILE variables: a secret passed directly in the
-// environment is refused, because environments leak (process listings,
-// crash reports, child processes). Unknown QUAVON_* variables are refused
-// too, so a typo never silently falls back to a default. QUAVON_TEST_*
-// variables belong to the test suite and are ignored here.
+// Every setting is a QUAVON_* variable listed in one registry (Settings).
+// Each service has its own view (LoadAPI, LoadWorker, LoadRunner, …) that
+// reads only its groups of settings and refuses every other QUAVON_*
+// variable: an unknown name (a typo never silently falls back to a
+// default), and a known name that belongs to another service. Secrets are
+// only ever read from files named by *_FILE variables, with secretfile.Read;
+// a secret passed directly in the environment is refused, because
+// environments leak (process listings, crash reports, child processes).
+// QUAVON_TEST_* variables belong to the test suite and are ignored.
+//
+// The views check what can be checked without the domain packages (numbers,
+// enums, host names, URLs, addresses); this package imports none of them,
+// so linking it gives a process no sandbox key code. Domain checks (the
+// pool name, the limit ceiling) are the assemblies' (internal/app), at
+// start. Every loosening of a default (an insecure backend, the host proxy,
+// a non-production environment) is listed in the view's Warnings for the
+// service to log.
 package config
 
 import (
-	"github.com/quavon/quavon/internal/hostname"
-
-	"github.com/quavon/quavon/internal/sandbox/valkeyq"
-
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/quavon/quavon/internal/sandbox"
-	"github.com/quavon/quavon/internal/snapshot"
+	"github.com/quavon/quavon/internal/hostname"
+	"github.com/quavon/quavon/internal/secretfile"
 )
 
-// Env is the deployment environment. The zero value is not valid; Load
-// defaults to production.
-type Env string
-
-// Environments.
-const (
-	Production  Env = "production"
-	Development Env = "development"
-	Test        Env = "test"
-)
-
-// Config is every setting a Quavon process may read.
-type Config struct {
+// Core is what every service reads.
+type Core struct {
 	Env     Env
 	Edition Edition
-	Sandbox Sandbox
-	Runner  Runner
-	Egress  Egress
-	Valkey  Valkey
-	DB      Database
-	API     API
-	// MaxFixRunsPerTenantPerDay caps fix runs per tenant and UTC day (FX10).
-	MaxFixRunsPerTenantPerDay int
+	// Warnings lists every loosening of a default this view accepted; the
+	// service logs each at start.
+	Warnings []string
 }
 
 // Database is the control plane's PostgreSQL.
@@ -65,54 +54,46 @@ func (d Database) Password() (string, error) {
 	if d.PasswordFile == "" {
 		return "", nil
 	}
-	b, err := os.ReadFile(d.PasswordFile)
-	if err != nil {
-		return "", fmt.Errorf("QUAVON_DATABASE_PASSWORD_FILE: %w", err)
-	}
-	return strings.TrimRight(string(b), "\r\n"), nil
+	b, err := secretfile.Read("QUAVON_DATABASE_PASSWORD_FILE", d.PasswordFile, 1)
+	return string(b), err
 }
 
-// API settings of quavon-api.
-type API struct {
-	Listen string
-	// ReviewWebhookSecretFile and FixerWebhookSecretFile hold the GitHub
-	// Apps' webhook secrets.
-	ReviewWebhookSecretFile, FixerWebhookSecretFile string
+// Valkey connection settings.
+type Valkey struct {
+	Addr         string
+	User         string
+	PasswordFile string
 }
 
-// Egress settings of quavon-sandbox-egress.
-type Egress struct {
-	// Listen is host:port; an empty host listens on every interface.
-	Listen string
+// Snapshots caps the snapshots the worker builds and the sandbox unpacks.
+type Snapshots struct {
+	MaxBytes   int64
+	MaxEntries int
 }
 
-// Edition is community (self-hosted) or enterprise (hosted, multi-tenant).
-type Edition string
+// SandboxKeys names the pool key files.
+type SandboxKeys struct {
+	SigningKeyFile   string
+	PreviousKeysFile string
+}
 
-// Editions.
-const (
-	Community  Edition = "community"
-	Enterprise Edition = "enterprise"
-)
-
-// Runner settings of quavon-sandbox-runner.
+// Runner settings of quavon-sandbox-runner (and `quavon scan`).
 type Runner struct {
-	// Backend is docker-runsc, docker-runc-insecure or firecracker.
-	Backend string
+	Backend Backend
 	// AllowInsecure must be true, outside production, for
 	// docker-runc-insecure.
 	AllowInsecure bool
 	// RunscPlatform is checked against the engine's runsc runtimeArgs.
-	RunscPlatform string
+	RunscPlatform RunscPlatform
 	ImagesLock    string
 	ID            string // empty: the host name
 	Concurrency   int
-	// Ceiling clamps every job's limits (SANDBOX_LIMIT_CEILING).
-	Ceiling    sandbox.Limits
-	DockerHost string
+	// CeilingJSON clamps every job's limits (SANDBOX_LIMIT_CEILING); empty
+	// means the built-in ceiling. The runner's assembly decodes it.
+	CeilingJSON string
+	DockerHost  string
 	// Registries is the instance allowlist of registry hosts a setup step
-	// may reach (QUAVON_SANDBOX_REGISTRIES, comma-separated); empty means
-	// egress registries is refused.
+	// may reach; empty means egress registries is refused.
 	Registries []string
 	// EgressNetwork is the internal Docker network shared with the proxy.
 	EgressNetwork string
@@ -123,232 +104,416 @@ type Runner struct {
 	EgressHostProxy bool
 }
 
-// DefaultCeiling is SANDBOX_LIMIT_CEILING unless configured.
-var DefaultCeiling = sandbox.Limits{
-	CPUMillis: 2000, MemoryBytes: 4 << 30, Pids: 1024, WallClockSeconds: 1800, SetupSeconds: 900,
-	WorkBytes: 4 << 30, TmpBytes: 1 << 30, OutputBytes: 8 << 20, NoFile: 4096, FileSizeBytes: 2 << 30,
+// GitHub is the code host's endpoints.
+type GitHub struct {
+	APIURL, GraphQLURL string
 }
 
-// Sandbox settings shared by the worker and the runner.
-type Sandbox struct {
-	Pool             string
-	SigningKeyFile   string
-	PreviousKeysFile string
-	MaxSnapshotBytes int64
-	// MaxSnapshotEntries caps files and directories in one snapshot.
-	MaxSnapshotEntries int
+// Broker settings of quavon-token-broker.
+type Broker struct {
+	Listen      string
+	CallersFile string
+	// Apps: the review app is required, the Fixer app optional.
+	Review, Fixer App
 }
 
-// Valkey connection settings.
-type Valkey struct {
-	Addr         string
-	User         string
-	PasswordFile string
+// App is one GitHub App's id and key file.
+type App struct {
+	ID             int64
+	PrivateKeyFile string
 }
 
-// The variables Load knows, with their defaults.
-var known = map[string]string{
-	"QUAVON_ENV":                             string(Production),
-	"QUAVON_SANDBOX_POOL":                    sandbox.DefaultPool,
-	"QUAVON_SANDBOX_SIGNING_KEY_FILE":        "",
-	"QUAVON_SANDBOX_PREVIOUS_KEYS_FILE":      "",
-	"QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES":      strconv.Itoa(sandbox.DefaultMaxSnapshotBytes),
-	"QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES":    strconv.Itoa(snapshot.DefaultMaxEntries),
-	"QUAVON_EDITION":                         string(Community),
-	"QUAVON_SANDBOX_BACKEND":                 "docker-runsc",
-	"QUAVON_SANDBOX_ALLOW_INSECURE":          "false",
-	"QUAVON_SANDBOX_RUNSC_PLATFORM":          "systrap",
-	"QUAVON_SANDBOX_IMAGES_LOCK":             "/etc/quavon/images.lock.json",
-	"QUAVON_SANDBOX_RUNNER_ID":               "",
-	"QUAVON_SANDBOX_CONCURRENCY":             "2",
-	"QUAVON_SANDBOX_LIMIT_CEILING":           "",
-	"QUAVON_SANDBOX_DOCKER_HOST":             "unix:///var/run/docker.sock",
-	"QUAVON_SANDBOX_REGISTRIES":              "",
-	"QUAVON_SANDBOX_EGRESS_NETWORK":          "quavon-sandbox-egress",
-	"QUAVON_SANDBOX_EGRESS_PROXY":            "",
-	"QUAVON_SANDBOX_EGRESS_HOST_PROXY":       "false",
-	"QUAVON_EGRESS_LISTEN":                   ":3128",
-	"QUAVON_VALKEY_ADDR":                     "127.0.0.1:6379",
-	"QUAVON_VALKEY_USER":                     "",
-	"QUAVON_VALKEY_PASSWORD_FILE":            "",
-	"QUAVON_DATABASE_URL":                    "",
-	"QUAVON_DATABASE_PASSWORD_FILE":          "",
-	"QUAVON_API_LISTEN":                      ":8080",
-	"QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY": "50",
+// API settings of quavon-api.
+type API struct {
+	Listen string
+	// ReviewWebhookSecretFile and FixerWebhookSecretFile hold the GitHub
+	// Apps' webhook secrets.
+	ReviewWebhookSecretFile, FixerWebhookSecretFile string
 }
 
-// secretNames are refused outright: their _FILE form must be used.
-var secretNames = []string{
-	"QUAVON_SANDBOX_SIGNING_KEY", "QUAVON_SANDBOX_PREVIOUS_KEYS", "QUAVON_VALKEY_PASSWORD",
-	"QUAVON_ENCRYPTION_KEY", "QUAVON_DATABASE_PASSWORD", "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET",
-	"QUAVON_GITHUB_FIXER_WEBHOOK_SECRET",
-}
-
-// Load reads environ (os.Environ() form) and validates it. Every problem is
-// reported, not just the first.
-func Load(environ []string) (Config, error) {
-	vals := make(map[string]string, len(known))
-	for k, v := range known {
-		vals[k] = v
+// The per-service views.
+type (
+	// APIConfig is quavon-api's view.
+	APIConfig struct {
+		Core
+		DB  Database
+		API API
 	}
-	var errs []error
+	// WorkerConfig is quavon-worker's view.
+	WorkerConfig struct {
+		Core
+		DB Database
+		// MaxFixRunsPerTenantPerDay caps fix runs per tenant and UTC day
+		// (FX10).
+		MaxFixRunsPerTenantPerDay int
+	}
+	// RunnerConfig is quavon-sandbox-runner's view.
+	RunnerConfig struct {
+		Core
+		Valkey      Valkey
+		Pool        string
+		SandboxKeys SandboxKeys
+		Snapshots   Snapshots
+		Runner      Runner
+	}
+	// EgressConfig is quavon-sandbox-egress's view.
+	EgressConfig struct {
+		Core
+		Valkey Valkey
+		Pool   string
+		// Listen is host:port; an empty host listens on every interface.
+		Listen string
+	}
+	// BrokerConfig is quavon-token-broker's view.
+	BrokerConfig struct {
+		Core
+		GitHub GitHub
+		Broker Broker
+	}
+	// ScanConfig is `quavon scan`'s view.
+	ScanConfig struct {
+		Core
+		Snapshots Snapshots
+		Runner    Runner
+	}
+	// MigrateConfig is the database commands' view.
+	MigrateConfig struct {
+		Core
+		DB Database
+	}
+	// KeysConfig is `quavon keys id`'s view.
+	KeysConfig struct {
+		Core
+		SandboxKeys SandboxKeys
+	}
+)
+
+// LoadAPI reads quavon-api's settings from environ (os.Environ() form).
+func LoadAPI(environ []string) (APIConfig, error) {
+	r, err := newReader(ServiceAPI, environ)
+	if err != nil {
+		return APIConfig{}, err
+	}
+	c := APIConfig{Core: r.core(), DB: r.database(), API: r.api()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadWorker reads quavon-worker's settings.
+func LoadWorker(environ []string) (WorkerConfig, error) {
+	r, err := newReader(ServiceWorker, environ)
+	if err != nil {
+		return WorkerConfig{}, err
+	}
+	c := WorkerConfig{Core: r.core(), DB: r.database(),
+		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000)}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadRunner reads quavon-sandbox-runner's settings.
+func LoadRunner(environ []string) (RunnerConfig, error) {
+	r, err := newReader(ServiceRunner, environ)
+	if err != nil {
+		return RunnerConfig{}, err
+	}
+	core := r.core()
+	c := RunnerConfig{Core: core, Valkey: r.valkey(), Pool: r.pool(), SandboxKeys: r.sandboxKeys(), Snapshots: r.snapshots(),
+		Runner: r.runner(core)}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadEgress reads quavon-sandbox-egress's settings.
+func LoadEgress(environ []string) (EgressConfig, error) {
+	r, err := newReader(ServiceEgress, environ)
+	if err != nil {
+		return EgressConfig{}, err
+	}
+	c := EgressConfig{Core: r.core(), Valkey: r.valkey(), Pool: r.pool(), Listen: r.listenAddr("QUAVON_EGRESS_LISTEN")}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadBroker reads quavon-token-broker's settings.
+func LoadBroker(environ []string) (BrokerConfig, error) {
+	r, err := newReader(ServiceBroker, environ)
+	if err != nil {
+		return BrokerConfig{}, err
+	}
+	c := BrokerConfig{Core: r.core(), GitHub: r.github(), Broker: r.broker()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadScan reads `quavon scan`'s settings.
+func LoadScan(environ []string) (ScanConfig, error) {
+	r, err := newReader(ServiceScan, environ)
+	if err != nil {
+		return ScanConfig{}, err
+	}
+	core := r.core()
+	c := ScanConfig{Core: core, Snapshots: r.snapshots(), Runner: r.runner(core)}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadMigrate reads the database commands' settings.
+func LoadMigrate(environ []string) (MigrateConfig, error) {
+	r, err := newReader(ServiceMigrate, environ)
+	if err != nil {
+		return MigrateConfig{}, err
+	}
+	c := MigrateConfig{Core: r.core(), DB: r.database()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadKeys reads `quavon keys id`'s settings.
+func LoadKeys(environ []string) (KeysConfig, error) {
+	r, err := newReader(ServiceKeys, environ)
+	if err != nil {
+		return KeysConfig{}, err
+	}
+	c := KeysConfig{Core: r.core(), SandboxKeys: r.sandboxKeys()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// reader holds one service's raw values and collects every problem, so a
+// misconfiguration is reported whole rather than one error per start.
+type reader struct {
+	svc      Service
+	vals     map[string]string
+	errs     []error
+	warnings []string
+}
+
+func newReader(svc Service, environ []string) (*reader, error) {
+	groups, ok := serviceGroups[svc]
+	if !ok {
+		return nil, fmt.Errorf("configuration: unknown service %q", svc)
+	}
+	r := &reader{svc: svc, vals: map[string]string{}}
+	for _, s := range registry {
+		if slices.Contains(groups, s.group) {
+			r.vals[s.Name] = s.Default
+		}
+	}
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "QUAVON_") || strings.HasPrefix(name, "QUAVON_TEST_") {
 			continue
 		}
-		if slices.Contains(secretNames, name) {
-			errs = append(errs, fmt.Errorf("%s: secrets are read only from files; set %s_FILE to a file holding it", name, name))
+		if s, ok := secretBase(name); ok {
+			r.fail("%s: secrets are read only from files; set %s to a file holding it", name, s.Name)
 			continue
 		}
-		if _, ok := known[name]; !ok {
-			errs = append(errs, fmt.Errorf("%s: unknown setting", name))
-			continue
+		s, ok := lookup(name)
+		switch {
+		case !ok:
+			r.fail("%s: unknown setting", name)
+		case !slices.Contains(groups, s.group):
+			r.fail("%s: a setting of %s, not of %s", name, joinServices(s.Services()), svc)
+		default:
+			r.vals[name] = value
 		}
-		vals[name] = value
 	}
+	return r, nil
+}
 
-	c := Config{
-		Env:     Env(vals["QUAVON_ENV"]),
-		Edition: Edition(vals["QUAVON_EDITION"]),
-		Egress:  Egress{Listen: vals["QUAVON_EGRESS_LISTEN"]},
-		Runner: Runner{
-			Backend:       vals["QUAVON_SANDBOX_BACKEND"],
-			RunscPlatform: vals["QUAVON_SANDBOX_RUNSC_PLATFORM"],
-			ImagesLock:    vals["QUAVON_SANDBOX_IMAGES_LOCK"],
-			ID:            vals["QUAVON_SANDBOX_RUNNER_ID"],
-			DockerHost:    vals["QUAVON_SANDBOX_DOCKER_HOST"],
-			Ceiling:       DefaultCeiling,
-			EgressNetwork: vals["QUAVON_SANDBOX_EGRESS_NETWORK"],
-			EgressProxy:   vals["QUAVON_SANDBOX_EGRESS_PROXY"],
-		},
-		Sandbox: Sandbox{
-			Pool:             vals["QUAVON_SANDBOX_POOL"],
-			SigningKeyFile:   vals["QUAVON_SANDBOX_SIGNING_KEY_FILE"],
-			PreviousKeysFile: vals["QUAVON_SANDBOX_PREVIOUS_KEYS_FILE"],
-		},
-		Valkey: Valkey{
-			Addr:         vals["QUAVON_VALKEY_ADDR"],
-			User:         vals["QUAVON_VALKEY_USER"],
-			PasswordFile: vals["QUAVON_VALKEY_PASSWORD_FILE"],
-		},
+func joinServices(ss []Service) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = string(s)
 	}
-	switch c.Env {
-	case Production, Development, Test:
-	default:
-		errs = append(errs, fmt.Errorf("QUAVON_ENV %q: want production, development or test", c.Env))
+	return strings.Join(parts, ", ")
+}
+
+func (r *reader) fail(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Errorf(format, args...))
+}
+
+func (r *reader) warn(format string, args ...any) {
+	r.warnings = append(r.warnings, fmt.Sprintf(format, args...))
+}
+
+func (r *reader) err() error {
+	if err := errors.Join(r.errs...); err != nil {
+		return fmt.Errorf("configuration of %s: %w", r.svc, err)
 	}
-	if _, err := valkeyq.NamesFor(c.Sandbox.Pool); err != nil {
-		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_POOL: %w", err))
-	}
-	n, err := strconv.ParseInt(vals["QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES"], 10, 64)
-	if err != nil || n <= 0 || n > sandbox.HardMaxSnapshotBytes {
-		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES: want 1..%d", sandbox.HardMaxSnapshotBytes))
-	}
-	c.Sandbox.MaxSnapshotBytes = n
-	e, err := strconv.Atoi(vals["QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES"])
-	if err != nil || e <= 0 || e > 10_000_000 {
-		errs = append(errs, errors.New("QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES: want 1..10000000"))
-	}
-	c.Sandbox.MaxSnapshotEntries = e
-	switch c.Edition {
-	case Community, Enterprise:
-	default:
-		errs = append(errs, fmt.Errorf("QUAVON_EDITION %q: want community or enterprise", c.Edition))
-	}
-	switch v := vals["QUAVON_SANDBOX_ALLOW_INSECURE"]; v {
-	case "true", "false":
-		c.Runner.AllowInsecure = v == "true"
-	default:
-		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_ALLOW_INSECURE %q: want true or false", v))
-	}
-	switch c.Runner.RunscPlatform {
-	case "systrap", "ptrace", "kvm":
-	default:
-		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_RUNSC_PLATFORM %q: want systrap, ptrace or kvm", c.Runner.RunscPlatform))
-	}
-	if n, err := strconv.Atoi(vals["QUAVON_SANDBOX_CONCURRENCY"]); err != nil || n < 1 || n > 256 {
-		errs = append(errs, errors.New("QUAVON_SANDBOX_CONCURRENCY: want 1..256"))
-	} else {
-		c.Runner.Concurrency = n
-	}
-	if _, port, err := net.SplitHostPort(c.Egress.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("QUAVON_EGRESS_LISTEN %q: want host:port", c.Egress.Listen))
-	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
-		errs = append(errs, fmt.Errorf("QUAVON_EGRESS_LISTEN %q: want a port 1-65535", c.Egress.Listen))
-	}
-	switch v := vals["QUAVON_SANDBOX_EGRESS_HOST_PROXY"]; v {
-	case "false":
+	return nil
+}
+
+func (r *reader) bool(name string) bool {
+	switch v := r.vals[name]; v {
 	case "true":
-		if c.Env == Production || c.Edition == Enterprise {
-			errs = append(errs, errors.New("QUAVON_SANDBOX_EGRESS_HOST_PROXY=true exposes the host to setup steps: refused in production and in the enterprise edition"))
-		}
-		c.Runner.EgressHostProxy = true
+		return true
+	case "false":
+		return false
 	default:
-		errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_EGRESS_HOST_PROXY %q: want true or false", v))
+		r.fail("%s %q: want true or false", name, v)
+		return false
 	}
-	if v := vals["QUAVON_SANDBOX_REGISTRIES"]; v != "" {
-		for _, h := range strings.Split(v, ",") {
-			h = strings.TrimSpace(h)
-			if err := hostname.Validate(h); err != nil {
-				errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_REGISTRIES: %w", err))
-				continue
-			}
-			c.Runner.Registries = append(c.Runner.Registries, h)
-		}
+}
+
+func (r *reader) intRange(name string, lo, hi int64) int {
+	n, err := strconv.ParseInt(r.vals[name], 10, 64)
+	if err != nil || n < lo || n > hi {
+		r.fail("%s: want %d..%d", name, lo, hi)
+		return 0
 	}
-	if p := c.Runner.EgressProxy; p != "" {
-		if ap, err := netip.ParseAddrPort(p); err != nil || !ap.Addr().Is4() && !ap.Addr().Is6() {
-			errs = append(errs, errors.New("QUAVON_SANDBOX_EGRESS_PROXY: want ip:port of the proxy on the egress network"))
-		}
+	return int(n)
+}
+
+func (r *reader) core() Core {
+	c := Core{Env: Env(r.vals["QUAVON_ENV"]), Edition: Edition(r.vals["QUAVON_EDITION"])}
+	if !c.Env.Valid() {
+		r.fail("QUAVON_ENV %q: want production, development or test", c.Env)
+	} else if c.Env != Production {
+		r.warn("QUAVON_ENV=%s: development settings are allowed; never run it so in production", c.Env)
 	}
-	if v := vals["QUAVON_SANDBOX_LIMIT_CEILING"]; v != "" {
-		dec := json.NewDecoder(strings.NewReader(v))
-		dec.DisallowUnknownFields()
-		var l sandbox.Limits
-		if err := dec.Decode(&l); err != nil {
-			errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_LIMIT_CEILING: want a JSON object of every limit: %w", err))
-		} else if err := l.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("QUAVON_SANDBOX_LIMIT_CEILING: %w", err))
-		} else {
-			c.Runner.Ceiling = l
-		}
+	if !c.Edition.Valid() {
+		r.fail("QUAVON_EDITION %q: want community or enterprise", c.Edition)
 	}
-	c.DB = Database{URL: vals["QUAVON_DATABASE_URL"], PasswordFile: vals["QUAVON_DATABASE_PASSWORD_FILE"]}
-	if u := c.DB.URL; u != "" {
+	return c
+}
+
+func (r *reader) database() Database {
+	d := Database{URL: r.vals["QUAVON_DATABASE_URL"], PasswordFile: r.vals["QUAVON_DATABASE_PASSWORD_FILE"]}
+	if u := d.URL; u != "" {
 		hasPassword := strings.Contains(strings.ToLower(u), "password=")
 		if pu, err := url.Parse(u); err == nil && pu.User != nil {
 			_, has := pu.User.Password()
 			hasPassword = hasPassword || has
 		}
 		if hasPassword {
-			errs = append(errs, errors.New("QUAVON_DATABASE_URL holds a password: put it in the file named by QUAVON_DATABASE_PASSWORD_FILE"))
+			r.fail("QUAVON_DATABASE_URL holds a password: put it in the file named by QUAVON_DATABASE_PASSWORD_FILE")
 		}
 	}
-	c.API = API{Listen: vals["QUAVON_API_LISTEN"], ReviewWebhookSecretFile: vals["QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE"],
-		FixerWebhookSecretFile: vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"]}
-	if n, err := strconv.Atoi(vals["QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY"]); err != nil || n < 1 || n > 100000 {
-		errs = append(errs, errors.New("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY: want 1..100000"))
-	} else {
-		c.MaxFixRunsPerTenantPerDay = n
-	}
-	if err := errors.Join(errs...); err != nil {
-		return Config{}, fmt.Errorf("configuration: %w", err)
-	}
-	return c, nil
+	return d
 }
 
-// SnapshotLimits are the caps on snapshots the worker builds and the sandbox
-// unpacks.
-func (c Config) SnapshotLimits() snapshot.Limits {
-	return snapshot.Limits{MaxBytes: c.Sandbox.MaxSnapshotBytes, MaxEntries: c.Sandbox.MaxSnapshotEntries}
+func (r *reader) valkey() Valkey {
+	return Valkey{Addr: r.vals["QUAVON_VALKEY_ADDR"], User: r.vals["QUAVON_VALKEY_USER"], PasswordFile: r.vals["QUAVON_VALKEY_PASSWORD_FILE"]}
 }
 
-// SandboxKeys loads the pool key ring; a process that signs or verifies
-// sandbox jobs refuses to start without a valid one.
-func (c Config) SandboxKeys() (*sandbox.KeyRing, error) {
-	if c.Sandbox.SigningKeyFile == "" {
-		return nil, errors.New("QUAVON_SANDBOX_SIGNING_KEY_FILE is not set")
+func (r *reader) pool() string { return r.vals["QUAVON_SANDBOX_POOL"] }
+
+func (r *reader) sandboxKeys() SandboxKeys {
+	return SandboxKeys{SigningKeyFile: r.vals["QUAVON_SANDBOX_SIGNING_KEY_FILE"], PreviousKeysFile: r.vals["QUAVON_SANDBOX_PREVIOUS_KEYS_FILE"]}
+}
+
+// hardMaxSnapshotBytes mirrors sandbox.HardMaxSnapshotBytes, which the
+// runner's assembly checks again; this package imports no sandbox code.
+const hardMaxSnapshotBytes = 1 << 30
+
+func (r *reader) snapshots() Snapshots {
+	return Snapshots{
+		MaxBytes:   int64(r.intRange("QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES", 1, hardMaxSnapshotBytes)),
+		MaxEntries: r.intRange("QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES", 1, 10_000_000),
 	}
-	return sandbox.LoadKeyRing(c.Sandbox.SigningKeyFile, c.Sandbox.PreviousKeysFile)
+}
+
+func (r *reader) runner(core Core) Runner {
+	c := Runner{
+		Backend:       Backend(r.vals["QUAVON_SANDBOX_BACKEND"]),
+		AllowInsecure: r.bool("QUAVON_SANDBOX_ALLOW_INSECURE"),
+		RunscPlatform: RunscPlatform(r.vals["QUAVON_SANDBOX_RUNSC_PLATFORM"]),
+		ImagesLock:    r.vals["QUAVON_SANDBOX_IMAGES_LOCK"],
+		ID:            r.vals["QUAVON_SANDBOX_RUNNER_ID"],
+		Concurrency:   r.intRange("QUAVON_SANDBOX_CONCURRENCY", 1, 256),
+		CeilingJSON:   r.vals["QUAVON_SANDBOX_LIMIT_CEILING"],
+		DockerHost:    r.vals["QUAVON_SANDBOX_DOCKER_HOST"],
+		EgressNetwork: r.vals["QUAVON_SANDBOX_EGRESS_NETWORK"],
+		EgressProxy:   r.vals["QUAVON_SANDBOX_EGRESS_PROXY"],
+	}
+	if !c.Backend.Valid() {
+		r.fail("QUAVON_SANDBOX_BACKEND %q: want one of %v", c.Backend, Backends())
+	}
+	if !c.RunscPlatform.Valid() {
+		r.fail("QUAVON_SANDBOX_RUNSC_PLATFORM %q: want systrap, ptrace or kvm", c.RunscPlatform)
+	}
+	if c.AllowInsecure {
+		r.warn("QUAVON_SANDBOX_ALLOW_INSECURE=true: the docker-runc-insecure backend is allowed (container isolation only)")
+	}
+	if r.bool("QUAVON_SANDBOX_EGRESS_HOST_PROXY") {
+		if core.Env == Production || core.Edition == Enterprise {
+			r.fail("QUAVON_SANDBOX_EGRESS_HOST_PROXY=true exposes the host to setup steps: refused in production and in the enterprise edition")
+		}
+		c.EgressHostProxy = true
+		r.warn("QUAVON_SANDBOX_EGRESS_HOST_PROXY=true: setup steps can reach the host's own services on the egress network's gateway")
+	}
+	if v := r.vals["QUAVON_SANDBOX_REGISTRIES"]; v != "" {
+		for _, h := range strings.Split(v, ",") {
+			h = strings.TrimSpace(h)
+			if err := hostname.Validate(h); err != nil {
+				r.fail("QUAVON_SANDBOX_REGISTRIES: %v", err)
+				continue
+			}
+			c.Registries = append(c.Registries, h)
+		}
+	}
+	if p := c.EgressProxy; p != "" {
+		if _, err := netip.ParseAddrPort(p); err != nil {
+			r.fail("QUAVON_SANDBOX_EGRESS_PROXY: want ip:port of the proxy on the egress network")
+		}
+	}
+	return c
+}
+
+func (r *reader) listenAddr(name string) string {
+	v := r.vals[name]
+	if _, port, err := net.SplitHostPort(v); err != nil {
+		r.fail("%s %q: want host:port", name, v)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		r.fail("%s %q: want a port 1-65535", name, v)
+	}
+	return v
+}
+
+func (r *reader) api() API {
+	return API{Listen: r.vals["QUAVON_API_LISTEN"], ReviewWebhookSecretFile: r.vals["QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE"],
+		FixerWebhookSecretFile: r.vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"]}
+}
+
+func (r *reader) github() GitHub {
+	g := GitHub{APIURL: r.vals["QUAVON_GITHUB_API_URL"], GraphQLURL: r.vals["QUAVON_GITHUB_GRAPHQL_URL"]}
+	for name, v := range map[string]string{"QUAVON_GITHUB_API_URL": g.APIURL, "QUAVON_GITHUB_GRAPHQL_URL": g.GraphQLURL} {
+		u, err := url.Parse(v)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+			r.fail("%s %q: want an absolute https URL", name, v)
+		} else if u.Scheme == "http" {
+			r.warn("%s is plain http: tokens travel unencrypted (the emulator only)", name)
+		}
+	}
+	return g
+}
+
+func (r *reader) broker() Broker {
+	b := Broker{Listen: r.vals["QUAVON_BROKER_LISTEN"], CallersFile: r.vals["QUAVON_BROKER_CALLERS_FILE"]}
+	if b.CallersFile == "" {
+		r.fail("QUAVON_BROKER_CALLERS_FILE is not set: the broker grants nothing without it")
+	}
+	b.Review = r.app("REVIEW", true)
+	b.Fixer = r.app("FIXER", false)
+	return b
+}
+
+func (r *reader) app(kind string, required bool) App {
+	idName, keyName := "QUAVON_GITHUB_"+kind+"_APP_ID", "QUAVON_GITHUB_"+kind+"_PRIVATE_KEY_FILE"
+	a := App{PrivateKeyFile: r.vals[keyName]}
+	id := r.vals[idName]
+	switch {
+	case id == "" && a.PrivateKeyFile == "" && !required:
+	case id == "" || a.PrivateKeyFile == "":
+		r.fail("%s and %s: set both", idName, keyName)
+	default:
+		n, err := strconv.ParseInt(id, 10, 64)
+		if err != nil || n <= 0 {
+			r.fail("%s %q: want the app's numeric id", idName, id)
+		}
+		a.ID = n
+	}
+	return a
 }

@@ -1,6 +1,8 @@
 package sandbox
 
 import (
+	"encoding/json"
+
 	"github.com/quavon/quavon/internal/hostname"
 
 	"errors"
@@ -315,6 +317,31 @@ func (l *Limits) fields() []struct {
 }
 
 // Validate checks that every limit is positive and within the hard bounds.
+// DefaultLimitCeiling is SANDBOX_LIMIT_CEILING unless configured: every
+// job's limits are clamped to it.
+var DefaultLimitCeiling = Limits{
+	CPUMillis: 2000, MemoryBytes: 4 << 30, Pids: 1024, WallClockSeconds: 1800, SetupSeconds: 900,
+	WorkBytes: 4 << 30, TmpBytes: 1 << 30, OutputBytes: 8 << 20, NoFile: 4096, FileSizeBytes: 2 << 30,
+}
+
+// ParseLimitCeiling decodes a QUAVON_SANDBOX_LIMIT_CEILING value: a JSON
+// object naming every limit, strictly; empty means DefaultLimitCeiling.
+func ParseLimitCeiling(v string) (Limits, error) {
+	if v == "" {
+		return DefaultLimitCeiling, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	var l Limits
+	if err := dec.Decode(&l); err != nil {
+		return Limits{}, fmt.Errorf("QUAVON_SANDBOX_LIMIT_CEILING: want a JSON object of every limit: %w", err)
+	}
+	if err := l.Validate(); err != nil {
+		return Limits{}, fmt.Errorf("QUAVON_SANDBOX_LIMIT_CEILING: %w", err)
+	}
+	return l, nil
+}
+
 func (l Limits) Validate() error {
 	max := hardMaxLimits.fields()
 	var errs []error

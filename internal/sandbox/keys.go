@@ -1,15 +1,15 @@
 package sandbox
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
+
+	"github.com/quavon/quavon/internal/secretfile"
 )
 
 // MinKeyBytes is the shortest pool key Quavon accepts.
@@ -106,13 +106,10 @@ func ParseKey(text string) (Key, error) {
 
 // LoadKeyRing reads the current key from currentFile (one base64 key) and,
 // when previousFile is not empty, the previous keys from it (one base64 key
-// per line; blank lines and lines starting with # are ignored). Errors never
-// contain key material.
+// per line; blank lines and lines starting with # are ignored), both with
+// secretfile.Read. Errors never contain key material.
 func LoadKeyRing(currentFile, previousFile string) (*KeyRing, error) {
-	if currentFile == "" {
-		return nil, errors.New("sandbox signing key: no key file configured")
-	}
-	data, err := os.ReadFile(currentFile)
+	data, err := secretfile.Read("QUAVON_SANDBOX_SIGNING_KEY_FILE", currentFile, 1)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox signing key: %w", err)
 	}
@@ -122,25 +119,20 @@ func LoadKeyRing(currentFile, previousFile string) (*KeyRing, error) {
 	}
 	var prev []Key
 	if previousFile != "" {
-		f, err := os.Open(previousFile)
+		data, err := secretfile.Read("QUAVON_SANDBOX_PREVIOUS_KEYS_FILE", previousFile, 1)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox previous keys: %w", err)
 		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for n := 1; sc.Scan(); n++ {
-			line := strings.TrimSpace(sc.Text())
+		for n, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
 			k, err := ParseKey(line)
 			if err != nil {
-				return nil, fmt.Errorf("%s line %d: %w", previousFile, n, err)
+				return nil, fmt.Errorf("%s line %d: %w", previousFile, n+1, err)
 			}
 			prev = append(prev, k)
-		}
-		if err := sc.Err(); err != nil {
-			return nil, fmt.Errorf("sandbox previous keys: %w", err)
 		}
 	}
 	return NewKeyRing(cur, prev...)

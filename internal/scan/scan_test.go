@@ -4,6 +4,8 @@ package scan_test
 // the in-process runner over a private Valkey, exactly as `quavon scan`.
 
 import (
+	scanapp "github.com/quavon/quavon/internal/app/scan"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,32 +54,33 @@ func copyDemo(t *testing.T) map[string]string {
 
 var (
 	localOnce sync.Once
-	local     *scan.Local
+	local     *scanapp.Local
 	localErr  error
 )
 
 // sandbox starts one in-process runner on gVisor for the package's tests.
-func sandbox(t *testing.T, lock string) *scan.Local {
+func sandbox(t *testing.T, lock string) *scanapp.Local {
 	t.Helper()
 	testenv.Program(t, "redis-server")
 	testenv.Docker(t)
 	platform := testenv.RunscPlatform(t)
-	cfg, err := config.Load([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + lock,
+	cfg, err := config.LoadScan([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + lock,
 		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + platform})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, warning, err := scan.StartLocal(context.Background(), cfg, &testenv.LogBuffer{})
+	logs := &testenv.LogBuffer{}
+	l, err := scanapp.StartLocal(context.Background(), cfg, logs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if warning != "" || l.Runtime != "runsc" {
-		t.Fatalf("runtime %s, warning %q", l.Runtime, warning)
+	if strings.Contains(logs.String(), "INSECURE") || l.Runtime != "runsc" {
+		t.Fatalf("runtime %s, logs %q", l.Runtime, logs)
 	}
 	return l
 }
 
-func sharedSandbox(t *testing.T) *scan.Local {
+func sharedSandbox(t *testing.T) *scanapp.Local {
 	t.Helper()
 	lock := testenv.ImagesLock(t)
 	localOnce.Do(func() {

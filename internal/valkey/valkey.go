@@ -9,10 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"strings"
 	"time"
 
+	"github.com/quavon/quavon/internal/secretfile"
 	"github.com/valkey-io/valkey-go"
 )
 
@@ -31,11 +30,11 @@ func Open(ctx context.Context, cfg Config) (valkey.Client, error) {
 	}
 	var password string
 	if cfg.PasswordFile != "" {
-		b, err := os.ReadFile(cfg.PasswordFile)
+		b, err := secretfile.Read("QUAVON_VALKEY_PASSWORD_FILE", cfg.PasswordFile, 1)
 		if err != nil {
-			return nil, fmt.Errorf("valkey.Open: password: %w", err)
+			return nil, fmt.Errorf("valkey.Open: %w", err)
 		}
-		password = strings.TrimRight(string(b), "\r\n")
+		password = string(b)
 	}
 	c, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress:       []string{cfg.Addr},

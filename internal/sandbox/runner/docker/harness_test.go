@@ -1,6 +1,8 @@
 package docker_test
 
 import (
+	runnerapp "github.com/quavon/quavon/internal/app/runner"
+
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 
 	"context"
@@ -79,7 +81,7 @@ func newHarnessWith(t *testing.T, backend *docker.Backend, admin valkey.Client, 
 	logs := &testenv.LogBuffer{}
 	ceiling := sandbox.Limits{CPUMillis: 2000, MemoryBytes: 1 << 30, Pids: 512, WallClockSeconds: 120, SetupSeconds: 60,
 		WorkBytes: 512 << 20, TmpBytes: 64 << 20, OutputBytes: 4 << 20, NoFile: 1024, FileSizeBytes: 512 << 20}
-	local, err := runner.StartLocal(ctx, runner.LocalConfig{Valkey: admin, Pool: pool, Keys: keys, Backend: backend,
+	local, err := runnerapp.StartLocal(ctx, runnerapp.Parts{Valkey: admin, Pool: pool, Keys: keys, Backend: backend,
 		Images: images, Ceiling: ceiling, Concurrency: 2, Log: slog.New(slog.NewJSONHandler(logs, nil)), Egress: eg})
 	if err != nil {
 		t.Fatal(err)

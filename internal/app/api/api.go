@@ -1,0 +1,93 @@
+// Package api is the one assembly of quavon-api: the database as the
+// service role, the webhook secrets, the HTTP API (internal/api) on its
+// listener.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	httpapi "github.com/quavon/quavon/internal/api"
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/secretfile"
+)
+
+// MinWebhookSecret is the shortest webhook secret accepted.
+const MinWebhookSecret = 16
+
+// Service is quavon-api.
+type Service struct {
+	db  *postgres.DB
+	ln  net.Listener
+	srv *http.Server
+	log *slog.Logger
+}
+
+// New connects, reads the webhook secrets and listens.
+func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service, error) {
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	secrets := map[github.AppKind][]byte{}
+	for kind, f := range map[github.AppKind]struct{ setting, path string }{
+		github.AppReview: {"QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", cfg.API.ReviewWebhookSecretFile},
+		github.AppFixer:  {"QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", cfg.API.FixerWebhookSecretFile},
+	} {
+		if f.path == "" {
+			continue
+		}
+		b, err := secretfile.Read(f.setting, f.path, MinWebhookSecret)
+		if err != nil {
+			return nil, fmt.Errorf("webhook secret of the %s app: %w", kind, err)
+		}
+		secrets[kind] = b
+	}
+	db, err := postgres.OpenConfigured(ctx, cfg.DB, 0)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.API.Listen)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	s := &Service{db: db, ln: ln, log: log, srv: &http.Server{
+		Handler:           (&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
+		WriteTimeout:      30 * time.Second,
+		MaxHeaderBytes:    32 << 10,
+	}}
+	log.Info("quavon-api listening", slog.String("addr", ln.Addr().String()))
+	return s, nil
+}
+
+// Addr is the listening address.
+func (s *Service) Addr() string { return s.ln.Addr().String() }
+
+// Run serves until ctx ends, then shuts down gracefully.
+func (s *Service) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.srv.Serve(s.ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Close releases the database pool.
+func (s *Service) Close() { s.db.Close() }

@@ -1,0 +1,301 @@
+// Package runner is the one assembly of the sandbox runner
+// (quavon-sandbox-runner): the backend policy, the Docker backend, the image
+// lockfile, the pool's Valkey transport (jobs, blobs, replay guard, egress
+// grants), the executor and the job loop, wired once. The binary (New), the
+// in-process runner of `quavon scan` and the tests (StartLocal) all go
+// through Build.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"regexp"
+	"time"
+
+	dockerclient "github.com/docker/docker/client"
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+	"github.com/quavon/quavon/internal/snapshot"
+	qvalkey "github.com/quavon/quavon/internal/valkey"
+)
+
+// Parts are what the job loop is built from, however they were obtained.
+type Parts struct {
+	Valkey  valkey.Client
+	Pool    string
+	Keys    *sandbox.KeyRing
+	Backend runner.Backend
+	Images  *runner.Lockfile
+	// Ceiling clamps every job's limits; the zero value means
+	// sandbox.DefaultLimitCeiling.
+	Ceiling  sandbox.Limits
+	Snapshot snapshot.Limits
+	// Egress, when not nil, enables setup-step egress (Grants is filled in
+	// from Valkey).
+	Egress      *runner.EgressConfig
+	Concurrency int
+	// ID is the runner id in results and the stream consumer name.
+	ID  string
+	Log *slog.Logger
+	// Block is how long one stream read waits; 0 means 5 s.
+	Block time.Duration
+}
+
+// Built is the wired job loop and the worker-side pieces of the same pool.
+type Built struct {
+	Runner *runner.Runner
+	Names  valkeyq.Names
+	Blobs  *valkeyq.BlobStore
+}
+
+// Build wires the job loop from p.
+func Build(ctx context.Context, p Parts) (*Built, error) {
+	if p.Valkey == nil || p.Keys == nil || p.Backend == nil || p.Images == nil || p.Log == nil {
+		return nil, errors.New("runner.Build: valkey, keys, backend, images and log are required")
+	}
+	if p.Ceiling == (sandbox.Limits{}) {
+		p.Ceiling = sandbox.DefaultLimitCeiling
+	}
+	names, err := valkeyq.NamesFor(p.Pool)
+	if err != nil {
+		return nil, err
+	}
+	blobs, err := valkeyq.NewBlobStore(p.Valkey, valkeyq.BlobConfig{Names: names, Keys: p.Keys, MaxBytes: p.Snapshot.MaxBytes})
+	if err != nil {
+		return nil, err
+	}
+	if p.Egress != nil {
+		eg := *p.Egress
+		eg.Grants = valkeyq.NewEgressGrants(p.Valkey, names)
+		p.Egress = &eg
+	}
+	exec, err := runner.NewExecutor(runner.ExecutorConfig{
+		Backend: p.Backend, Images: p.Images, Blobs: blobs, Ceiling: p.Ceiling,
+		Snapshot: p.Snapshot, Log: p.Log, Egress: p.Egress,
+	})
+	if err != nil {
+		return nil, err
+	}
+	block := p.Block
+	if block == 0 {
+		block = 5 * time.Second
+	}
+	consumer, err := valkeyq.NewConsumer(p.Valkey, names, p.ID, block)
+	if err != nil {
+		return nil, err
+	}
+	if err := consumer.EnsureGroup(ctx); err != nil {
+		return nil, err
+	}
+	verifier, err := sandbox.NewVerifier(p.Keys, p.Pool, valkeyq.NewReplayGuard(p.Valkey, names), nil)
+	if err != nil {
+		return nil, err
+	}
+	r, err := runner.New(runner.Config{
+		ID: p.ID, Source: consumer, Verifier: verifier, Keys: p.Keys, Runtime: exec, Log: p.Log,
+		Concurrency: p.Concurrency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Built{Runner: r, Names: names, Blobs: blobs}, nil
+}
+
+// Backend is an opened Docker backend and its engine client.
+type Backend struct {
+	*docker.Backend
+	docker *dockerclient.Client
+}
+
+// Close closes the engine client.
+func (b *Backend) Close() error { return b.docker.Close() }
+
+// OpenBackend applies the backend policy (SB11: gVisor unless development
+// explicitly allows runc; never a fallback), logs the insecure mode's
+// warning, and opens the engine and the backend cfg names.
+func OpenBackend(ctx context.Context, core config.Core, rc config.Runner, log *slog.Logger) (*Backend, error) {
+	if err := checkBackend(core, rc, log); err != nil {
+		return nil, err
+	}
+	return openDocker(ctx, rc)
+}
+
+func checkBackend(core config.Core, rc config.Runner, log *slog.Logger) error {
+	warning, err := runner.BackendPolicy{
+		Backend: string(rc.Backend), Production: core.Env == config.Production,
+		Enterprise: core.Edition == config.Enterprise, AllowInsecure: rc.AllowInsecure,
+	}.Check()
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		log.Warn(warning, slog.String("backend", string(rc.Backend)))
+	}
+	return nil
+}
+
+func openDocker(ctx context.Context, rc config.Runner) (*Backend, error) {
+	dc, err := dockerclient.NewClientWithOpts(dockerclient.WithHost(rc.DockerHost), dockerclient.WithAPIVersionNegotiation())
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	b, err := docker.New(ctx, dc, docker.Mode(rc.Backend), string(rc.RunscPlatform))
+	if err != nil {
+		dc.Close()
+		return nil, err
+	}
+	return &Backend{Backend: b, docker: dc}, nil
+}
+
+// Service is the runner binary.
+type Service struct {
+	built   *Built
+	closers []func() error
+}
+
+var hostRE = regexp.MustCompile(`[^A-Za-z0-9._-]`)
+
+// ID returns the configured runner id, or the host name made safe.
+func ID(rc config.Runner) string {
+	if rc.ID != "" {
+		return rc.ID
+	}
+	h, _ := os.Hostname()
+	id := hostRE.ReplaceAllString(h, "-")
+	if len(id) > 64 {
+		id = id[:64]
+	}
+	return id
+}
+
+// New builds the runner from its configuration. It refuses to start (before
+// touching Valkey or Docker) on a configuration that must never run.
+func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger) (_ *Service, err error) {
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	if err := sandbox.ValidatePool(cfg.Pool); err != nil {
+		return nil, fmt.Errorf("QUAVON_SANDBOX_POOL: %w", err)
+	}
+	ceiling, err := sandbox.ParseLimitCeiling(cfg.Runner.CeilingJSON)
+	if err != nil {
+		return nil, err
+	}
+	// The policy first: a refused backend never reaches the key or Docker.
+	if err := checkBackend(cfg.Core, cfg.Runner, log); err != nil {
+		return nil, err
+	}
+	keys, err := sandbox.LoadKeyRing(cfg.SandboxKeys.SigningKeyFile, cfg.SandboxKeys.PreviousKeysFile)
+	if err != nil {
+		return nil, err
+	}
+	images, err := runner.LoadLockfile(cfg.Runner.ImagesLock)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	vk, err := qvalkey.Open(ctx, qvalkey.Config{Addr: cfg.Valkey.Addr, Username: cfg.Valkey.User, PasswordFile: cfg.Valkey.PasswordFile})
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, func() error { vk.Close(); return nil })
+	backend, err := openDocker(ctx, cfg.Runner)
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, backend.Close)
+	var eg *runner.EgressConfig
+	if len(cfg.Runner.Registries) > 0 {
+		proxy, err := netip.ParseAddrPort(cfg.Runner.EgressProxy)
+		if err != nil {
+			return nil, fmt.Errorf("QUAVON_SANDBOX_REGISTRIES needs QUAVON_SANDBOX_EGRESS_PROXY (ip:port of the proxy): %w", err)
+		}
+		if err := backend.EnsureEgressNetwork(ctx, cfg.Runner.EgressNetwork); err != nil {
+			return nil, err
+		}
+		eg = &runner.EgressConfig{Registries: cfg.Runner.Registries, Network: cfg.Runner.EgressNetwork, Proxy: proxy,
+			HostProxy: cfg.Runner.EgressHostProxy}
+	}
+	id := ID(cfg.Runner)
+	s.built, err = Build(ctx, Parts{
+		Valkey: vk, Pool: cfg.Pool, Keys: keys, Backend: backend, Images: images, Ceiling: ceiling,
+		Snapshot: snapshot.Limits{MaxBytes: cfg.Snapshots.MaxBytes, MaxEntries: cfg.Snapshots.MaxEntries},
+		Egress:   eg, Concurrency: cfg.Runner.Concurrency, ID: id, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("sandbox runner started", slog.String("runner_id", id), slog.String("pool", cfg.Pool),
+		slog.String("backend", backend.Name()), slog.String("runtime", backend.Runtime()),
+		slog.String("key_id", keys.Current().ID()), slog.Int("concurrency", cfg.Runner.Concurrency))
+	return s, nil
+}
+
+// Run serves jobs until ctx ends.
+func (s *Service) Run(ctx context.Context) error { return s.built.Runner.Serve(ctx) }
+
+// Close releases Docker and Valkey.
+func (s *Service) Close() {
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+}
+
+// Local is a runner in this process and the worker-side client that feeds
+// it, over the same Valkey contract (signed jobs, encrypted snapshots,
+// signed results) as a separate runner.
+type Local struct {
+	Client *valkeyq.Client
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// StartLocal builds p (ID defaults to "local-<prefix>", Block to 1 s) and
+// starts the job loop; Close stops it.
+func StartLocal(ctx context.Context, p Parts) (*Local, error) {
+	if p.Block == 0 {
+		p.Block = time.Second
+	}
+	if p.ID == "" {
+		names, err := valkeyq.NamesFor(p.Pool)
+		if err != nil {
+			return nil, err
+		}
+		p.ID = "local-" + names.Prefix()
+	}
+	b, err := Build(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	client, err := valkeyq.NewClient(p.Pool, valkeyq.NewQueue(p.Valkey, b.Names, p.Keys), b.Blobs, p.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	l := &Local{Client: client, stop: stop, done: make(chan struct{})}
+	go func() {
+		b.Runner.Serve(sctx)
+		close(l.done)
+	}()
+	return l, nil
+}
+
+// Close stops the job loop and waits for running jobs to end.
+func (l *Local) Close() {
+	l.stop()
+	<-l.done
+}

@@ -1,0 +1,158 @@
+package config
+
+import (
+	"slices"
+	"strings"
+)
+
+// Service is a Quavon process (or CLI mode) with its own view of the
+// settings. A service reads only the groups of settings it needs; any other
+// QUAVON_* setting in its environment is refused, so a setting meant for
+// another process (a private key path given to the API, say) is a start-up
+// error rather than silently ignored.
+type Service string
+
+// The services.
+const (
+	ServiceAPI    Service = "quavon-api"
+	ServiceWorker Service = "quavon-worker"
+	ServiceRunner Service = "quavon-sandbox-runner"
+	ServiceEgress Service = "quavon-sandbox-egress"
+	ServiceBroker Service = "quavon-token-broker"
+	// ServiceScan is `quavon scan`: a worker-side client and a runner in
+	// one process, over a private Valkey.
+	ServiceScan Service = "quavon scan"
+	// ServiceMigrate is `quavon migrate` and the other database commands.
+	ServiceMigrate Service = "quavon migrate"
+	// ServiceKeys is `quavon keys id`.
+	ServiceKeys Service = "quavon keys"
+)
+
+// group is a set of settings that belong together and are read together.
+type group string
+
+const (
+	gCore        group = "core"
+	gDatabase    group = "database"
+	gValkey      group = "valkey"
+	gPool        group = "sandbox pool"
+	gSandboxKeys group = "sandbox keys"
+	gSnapshot    group = "snapshots"
+	gRunner      group = "runner"
+	gEgress      group = "egress proxy"
+	gAPI         group = "api"
+	gGitHub      group = "github"
+	gBroker      group = "broker"
+	gFixCaps     group = "fix caps"
+)
+
+var serviceGroups = map[Service][]group{
+	// The API and the worker get the github group, the broker's client
+	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
+	// the worker, the sandbox groups with the features that use them.
+	ServiceAPI:     {gCore, gDatabase, gAPI},
+	ServiceWorker:  {gCore, gDatabase, gFixCaps},
+	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner},
+	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
+	ServiceBroker:  {gCore, gGitHub, gBroker},
+	ServiceScan:    {gCore, gSnapshot, gRunner},
+	ServiceMigrate: {gCore, gDatabase},
+	ServiceKeys:    {gCore, gSandboxKeys},
+}
+
+// Setting is one QUAVON_* variable.
+type Setting struct {
+	Name    string
+	Default string
+	// Secret marks a *_FILE setting that names a secret file; the variable
+	// without _FILE is refused outright.
+	Secret bool
+	Doc    string
+	group  group
+}
+
+// Services lists the services that read s.
+func (s Setting) Services() []Service {
+	var out []Service
+	for svc, gs := range serviceGroups {
+		if slices.Contains(gs, s.group) {
+			out = append(out, svc)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// registry is every setting any Quavon process reads: the one list that
+// Load, the per-service views and the configuration reference use.
+var registry = []Setting{
+	{Name: "QUAVON_ENV", Default: string(Production), group: gCore, Doc: "`production`, `development` or `test`"},
+	{Name: "QUAVON_EDITION", Default: string(Community), group: gCore, Doc: "`community` or `enterprise` (enterprise refuses the insecure backend)"},
+
+	{Name: "QUAVON_DATABASE_URL", group: gDatabase, Doc: "PostgreSQL ≥ 15, a URL or DSN without a password; services log in as a member of `quavon_app` only"},
+	{Name: "QUAVON_DATABASE_PASSWORD_FILE", Secret: true, group: gDatabase, Doc: "the database password"},
+
+	{Name: "QUAVON_VALKEY_ADDR", Default: "127.0.0.1:6379", group: gValkey, Doc: "Valkey / Redis ≥ 7.0"},
+	{Name: "QUAVON_VALKEY_USER", group: gValkey, Doc: "the process's ACL user (`deploy/valkey/README.md`)"},
+	{Name: "QUAVON_VALKEY_PASSWORD_FILE", Secret: true, group: gValkey, Doc: "that user's password"},
+
+	{Name: "QUAVON_SANDBOX_POOL", Default: "default", group: gPool, Doc: "runner pool; pool `p` uses keys `quavon-sandbox-p:*`"},
+	{Name: "QUAVON_SANDBOX_SIGNING_KEY_FILE", Secret: true, group: gSandboxKeys, Doc: "the pool key: standard base64 of ≥ 32 random bytes (`quavon keys generate`)"},
+	{Name: "QUAVON_SANDBOX_PREVIOUS_KEYS_FILE", Secret: true, group: gSandboxKeys, Doc: "previous pool keys, one per line, accepted for verification only"},
+	{Name: "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES", Default: "134217728", group: gSnapshot, Doc: "largest compressed snapshot"},
+	{Name: "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES", Default: "50000", group: gSnapshot, Doc: "most files and directories in one snapshot"},
+
+	{Name: "QUAVON_SANDBOX_BACKEND", Default: string(BackendRunsc), group: gRunner, Doc: "`docker-runsc`, `docker-runc-insecure` (development only, with `QUAVON_SANDBOX_ALLOW_INSECURE=true`), `firecracker` (not in this build)"},
+	{Name: "QUAVON_SANDBOX_ALLOW_INSECURE", Default: "false", group: gRunner, Doc: "allows `docker-runc-insecure` outside production"},
+	{Name: "QUAVON_SANDBOX_RUNSC_PLATFORM", Default: string(PlatformSystrap), group: gRunner, Doc: "must equal the `--platform` of the engine's runsc runtime"},
+	{Name: "QUAVON_SANDBOX_IMAGES_LOCK", Default: "/etc/quavon/images.lock.json", group: gRunner, Doc: "image lockfile (read-only)"},
+	{Name: "QUAVON_SANDBOX_RUNNER_ID", group: gRunner, Doc: "runner id in results (default: the host name)"},
+	{Name: "QUAVON_SANDBOX_CONCURRENCY", Default: "2", group: gRunner, Doc: "jobs a runner runs at once"},
+	{Name: "QUAVON_SANDBOX_LIMIT_CEILING", group: gRunner, Doc: "JSON object of every limit; each job's limits are clamped to it (default built in)"},
+	{Name: "QUAVON_SANDBOX_DOCKER_HOST", Default: "unix:///var/run/docker.sock", group: gRunner, Doc: "the Docker Engine (never from a job)"},
+	{Name: "QUAVON_SANDBOX_REGISTRIES", group: gRunner, Doc: "registry hosts setup steps may reach (comma-separated); empty: egress `registries` is refused"},
+	{Name: "QUAVON_SANDBOX_EGRESS_NETWORK", Default: "quavon-sandbox-egress", group: gRunner, Doc: "internal Docker network shared with the proxy (created if missing)"},
+	{Name: "QUAVON_SANDBOX_EGRESS_PROXY", group: gRunner, Doc: "the proxy's `ip:port` on that network"},
+	{Name: "QUAVON_SANDBOX_EGRESS_HOST_PROXY", Default: "false", group: gRunner, Doc: "development only: the proxy listens on the host at the network's gateway; refused in production and enterprise"},
+
+	{Name: "QUAVON_EGRESS_LISTEN", Default: ":3128", group: gEgress, Doc: "where `quavon-sandbox-egress` listens"},
+
+	{Name: "QUAVON_API_LISTEN", Default: ":8080", group: gAPI, Doc: "where `quavon-api` listens"},
+	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
+	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
+
+	{Name: "QUAVON_GITHUB_API_URL", Default: "https://api.github.com/", group: gGitHub, Doc: "GitHub's REST root (GitHub Enterprise Server: `https://HOST/api/v3/`)"},
+	{Name: "QUAVON_GITHUB_GRAPHQL_URL", Default: "https://api.github.com/graphql", group: gGitHub, Doc: "GitHub's GraphQL endpoint (GHES: `https://HOST/api/graphql`)"},
+
+	{Name: "QUAVON_BROKER_LISTEN", Default: "unix:/run/quavon/broker.sock", group: gBroker, Doc: "where the broker listens: `unix:/path`, or a loopback or private `ip:port`"},
+	{Name: "QUAVON_BROKER_CALLERS_FILE", group: gBroker, Doc: "callers and the token sets each may have: `role sets sha256(credential)` per line"},
+	{Name: "QUAVON_GITHUB_REVIEW_APP_ID", group: gBroker, Doc: "the review app's id"},
+	{Name: "QUAVON_GITHUB_REVIEW_PRIVATE_KEY_FILE", Secret: true, group: gBroker, Doc: "the review app's private key (PEM)"},
+	{Name: "QUAVON_GITHUB_FIXER_APP_ID", group: gBroker, Doc: "the Fixer app's id (empty: no Fixer app)"},
+	{Name: "QUAVON_GITHUB_FIXER_PRIVATE_KEY_FILE", Secret: true, group: gBroker, Doc: "the Fixer app's private key (PEM)"},
+
+	{Name: "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", Default: "50", group: gFixCaps, Doc: "fix-run cap per tenant and UTC day (FX10)"},
+}
+
+// Settings returns the registry, for the configuration reference and the
+// doctor.
+func Settings() []Setting { return slices.Clone(registry) }
+
+func lookup(name string) (Setting, bool) {
+	for _, s := range registry {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
+
+// secretBase returns the name a secret is refused under (X for X_FILE).
+func secretBase(name string) (Setting, bool) {
+	for _, s := range registry {
+		if s.Secret && strings.TrimSuffix(s.Name, "_FILE") == name {
+			return s, true
+		}
+	}
+	return Setting{}, false
+}
