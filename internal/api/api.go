@@ -7,6 +7,8 @@
 package api
 
 import (
+	"github.com/quavon/quavon/internal/repos"
+
 	"github.com/quavon/quavon/internal/github"
 
 	"encoding/json"
@@ -51,7 +53,6 @@ func (s *Server) Handler() http.Handler {
 // Domain errors of the API, mapped by errorOf.
 var (
 	errUnauthenticated      = errors.New("unauthenticated")
-	errForbidden            = errors.New("forbidden")
 	errNotFound             = errors.New("not found")
 	errPreconditionFailed   = errors.New("precondition failed")
 	errPreconditionRequired = errors.New("precondition required")
@@ -77,9 +78,9 @@ func errorOf(err error) (int, errorBody) {
 		return http.StatusUnauthorized, errorBody{Code: "bad_signature", Message: "X-Hub-Signature-256 does not match the body"}
 	case errors.Is(err, errBadRequest):
 		return http.StatusBadRequest, errorBody{Code: "bad_request", Message: "the request is malformed"}
-	case errors.Is(err, errForbidden):
+	case errors.Is(err, repos.ErrForbidden):
 		return http.StatusForbidden, errorBody{Code: "forbidden", Message: "this needs the repo:manage role on the repository"}
-	case errors.Is(err, errNotFound):
+	case errors.Is(err, errNotFound), errors.Is(err, repos.ErrNotFound):
 		return http.StatusNotFound, errorBody{Code: "not_found", Message: "no such resource"}
 	case errors.As(err, &ve):
 		return http.StatusUnprocessableEntity, errorBody{Code: "validation_failed", Message: "the policy is not valid", Details: ve.Errors}

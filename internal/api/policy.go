@@ -12,59 +12,17 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/quavon/quavon/internal/audit"
 	"github.com/quavon/quavon/internal/auth"
 	"github.com/quavon/quavon/internal/policy"
+	"github.com/quavon/quavon/internal/repos"
 )
 
-// repository is what the policy endpoints need of a repository row.
-type repository struct {
-	ID         string
-	Owner      string
-	Name       string
-	Visibility string
-}
-
-// managedRepository finds owner/name in the tenant and checks that the
-// principal holds repo:manage on it.
-func managedRepository(ctx context.Context, tx pgx.Tx, p *auth.Principal, owner, name string) (*repository, error) {
-	var r repository
-	err := tx.QueryRow(ctx, `SELECT id::text, owner, name, visibility FROM repositories
-		WHERE host = 'github.com' AND lower(owner) = lower($1) AND lower(name) = lower($2)`, owner, name).
-		Scan(&r.ID, &r.Owner, &r.Name, &r.Visibility)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, errNotFound
-	}
-	if err != nil {
-		return nil, err
-	}
-	var ok bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM role_grants
-		WHERE user_id = $1 AND repository_id = $2 AND role = 'repo:manage')`, p.UserID, r.ID).Scan(&ok); err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, errForbidden
-	}
-	return &r, nil
-}
-
-// storedPolicy reads the repository's policy row: its document and
-// version, or (nil, 0) when it has none.
-func storedPolicy(ctx context.Context, tx pgx.Tx, repoID string, forUpdate bool) ([]byte, int64, error) {
-	q := "SELECT document::text, version FROM repository_policies WHERE repository_id = $1"
-	if forUpdate {
-		q += " FOR UPDATE"
-	}
-	var doc string
-	var version int64
-	err := tx.QueryRow(ctx, q, repoID).Scan(&doc, &version)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, 0, nil
-	}
-	return []byte(doc), version, err
+// managedRepository finds owner/name and checks that the principal holds
+// repo:manage on it.
+func managedRepository(ctx context.Context, tx pgx.Tx, p *auth.Principal, owner, name string) (*repos.Repository, error) {
+	return repos.FindWithRole(ctx, tx, p.UserID, owner, name, repos.RoleManage)
 }
 
 // policyResponse is the body of GET and PUT.
@@ -86,7 +44,7 @@ type effectiveView struct {
 
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
 
-func respond(w http.ResponseWriter, status int, r *repository, doc []byte, version int64) error {
+func respond(w http.ResponseWriter, status int, r *repos.Repository, doc []byte, version int64) error {
 	eff := policy.Resolve(doc, policy.RepoFacts{Private: r.Visibility != "public"})
 	shown := doc
 	if shown == nil { // no row: the defaults
@@ -103,12 +61,12 @@ func respond(w http.ResponseWriter, status int, r *repository, doc []byte, versi
 		view.Invalid = eff.Invalid.Error()
 	}
 	w.Header().Set("ETag", etag(version))
-	writeJSON(w, status, policyResponse{Repository: r.Owner + "/" + r.Name, Version: version, Policy: shown, Effective: view})
+	writeJSON(w, status, policyResponse{Repository: r.FullName(), Version: version, Policy: shown, Effective: view})
 	return nil
 }
 
 func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, p *auth.Principal) error {
-	var repo *repository
+	var repo *repos.Repository
 	var doc []byte
 	var version int64
 	err := s.DB.InTenant(r.Context(), p.Tenant, func(tx pgx.Tx) error {
@@ -116,7 +74,7 @@ func (s *Server) getPolicy(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		if repo, err = managedRepository(r.Context(), tx, p, r.PathValue("owner"), r.PathValue("repo")); err != nil {
 			return err
 		}
-		doc, version, err = storedPolicy(r.Context(), tx, repo.ID, false)
+		doc, version, err = repos.Policy(r.Context(), tx, repo.ID, false)
 		return err
 	})
 	if err != nil {
@@ -157,14 +115,14 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, p *auth.Princ
 	if err != nil {
 		return err
 	}
-	var repo *repository
+	var repo *repos.Repository
 	var version int64
 	err = s.DB.InTenant(r.Context(), p.Tenant, func(tx pgx.Tx) error {
 		ctx := r.Context()
 		if repo, err = managedRepository(ctx, tx, p, r.PathValue("owner"), r.PathValue("repo")); err != nil {
 			return err
 		}
-		oldDoc, current, err := storedPolicy(ctx, tx, repo.ID, true)
+		oldDoc, current, err := repos.Policy(ctx, tx, repo.ID, true)
 		if err != nil {
 			return err
 		}
@@ -177,26 +135,18 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, p *auth.Princ
 				old = parsed
 			}
 		}
-		version = current + 1
-		if current == 0 {
-			// A concurrent first PUT loses on the primary key (23505): mapped to 412 below.
-			_, err = tx.Exec(ctx, `INSERT INTO repository_policies (tenant_id, repository_id, document, version, updated_by)
-				VALUES (quavon_current_tenant(), $1, $2, 1, $3)`, repo.ID, canonical, p.UserID)
-		} else {
-			_, err = tx.Exec(ctx, `UPDATE repository_policies SET document = $2, version = $3, updated_at = now(), updated_by = $4
-				WHERE repository_id = $1`, repo.ID, canonical, version, p.UserID)
+		version, err = repos.SavePolicy(ctx, tx, repo.ID, canonical, current, p.UserID)
+		if errors.Is(err, repos.ErrVersionConflict) {
+			return errPreconditionFailed
 		}
 		if err != nil {
-			if isUniqueViolation(err) {
-				return errPreconditionFailed
-			}
 			return err
 		}
 		_, err = audit.Record(ctx, tx, audit.Event{
 			ActorUserID: p.UserID, Actor: "user:" + p.UserID, Action: "repository.policy.update",
 			SubjectType: "repository", SubjectID: repo.ID,
 			Metadata: map[string]any{
-				"repository": repo.Owner + "/" + repo.Name, "fromVersion": current, "toVersion": version,
+				"repository": repo.FullName(), "fromVersion": current, "toVersion": version,
 				"changes": policy.Diff(old, newPolicy),
 			},
 		})
@@ -206,9 +156,4 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		return fmt.Errorf("put policy: %w", err)
 	}
 	return respond(w, http.StatusOK, repo, canonical, version)
-}
-
-func isUniqueViolation(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "23505"
 }

@@ -1,4 +1,4 @@
-package api
+package intake
 
 import (
 	"github.com/quavon/quavon/internal/github"
@@ -52,9 +52,9 @@ type Installation struct {
 	Selection   string // all, selected
 }
 
-// errUnroutable: the event's installation is unknown (its installation
+// ErrUnroutable: the event's installation is unknown (its installation
 // event never arrived, or it was deleted): acknowledged, not stored.
-var errUnroutable = errors.New("unknown installation")
+var ErrUnroutable = errors.New("unknown installation")
 
 // routeInstallation finds the tenant of an installation without a tenant
 // (quavon_route_installation, a SECURITY DEFINER function).
@@ -64,7 +64,7 @@ func routeInstallation(ctx context.Context, db *postgres.DB, kind github.AppKind
 		return "", err
 	}
 	if tenant == nil {
-		return "", errUnroutable
+		return "", ErrUnroutable
 	}
 	return postgres.TenantID(*tenant), nil
 }
@@ -74,7 +74,7 @@ func routeInstallation(ctx context.Context, db *postgres.DB, kind github.AppKind
 // tenant named after the account, created now.
 func routeNewInstallation(ctx context.Context, db *postgres.DB, kind github.AppKind, in Installation) (postgres.TenantID, error) {
 	t, err := routeInstallation(ctx, db, kind, in.ID)
-	if !errors.Is(err, errUnroutable) {
+	if !errors.Is(err, ErrUnroutable) {
 		return t, err
 	}
 	var tenant *string
