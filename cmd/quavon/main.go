@@ -11,6 +11,7 @@
 //	quavon keys id          print the ids of the configured sandbox keys
 //	quavon broker credential
 //	                        create a token-broker credential and its callers line
+//	quavon dev services     PostgreSQL, Valkey and Docker with runsc for the tests
 //
 // Further commands (review, fix, eval, dev, doctor, admin, audit, github
 // setup) arrive with the features they drive.
@@ -68,7 +69,8 @@ func newRoot(e *env) *cobra.Command {
 	root.SetOut(e.stdout)
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
-	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil))
+	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil),
+		newDevCmd(e, nil))
 	return root
 }
 

@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"github.com/quavon/quavon/internal/devenv"
+
 	"context"
 	"os"
 	"testing"
@@ -41,7 +43,7 @@ func ImagesLock(tb testing.TB) string {
 // RunscPlatform is the platform scripts/test registered runsc with.
 func RunscPlatform(tb testing.TB) string {
 	tb.Helper()
-	p := os.Getenv("QUAVON_TEST_RUNSC_PLATFORM")
+	p := os.Getenv(devenv.VarRunscPlatform)
 	if p == "" {
 		unavailable(tb, "runsc (QUAVON_TEST_RUNSC_PLATFORM)")
 	}

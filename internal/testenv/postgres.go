@@ -1,6 +1,8 @@
 package testenv
 
 import (
+	"github.com/quavon/quavon/internal/devenv"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -18,7 +20,7 @@ import (
 // (QUAVON_TEST_DATABASE_URL).
 func PostgresURL(tb testing.TB) string {
 	tb.Helper()
-	u := os.Getenv("QUAVON_TEST_DATABASE_URL")
+	u := os.Getenv(devenv.VarDatabaseURL)
 	if u == "" {
 		unavailable(tb, "PostgreSQL (QUAVON_TEST_DATABASE_URL)")
 	}

@@ -8,6 +8,8 @@
 package testenv
 
 import (
+	"github.com/quavon/quavon/internal/devenv"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -43,8 +45,8 @@ func unavailable(tb testing.TB, what string) {
 // ValkeyConfig returns how to connect as user.
 func ValkeyConfig(tb testing.TB, user string) qvalkey.Config {
 	tb.Helper()
-	addr := os.Getenv("QUAVON_TEST_VALKEY_ADDR")
-	dir := os.Getenv("QUAVON_TEST_VALKEY_SECRETS_DIR")
+	addr := os.Getenv(devenv.VarValkeyAddr)
+	dir := os.Getenv(devenv.VarValkeySecretsDir)
 	if addr == "" || dir == "" {
 		unavailable(tb, "Valkey (QUAVON_TEST_VALKEY_ADDR, QUAVON_TEST_VALKEY_SECRETS_DIR)")
 	}
