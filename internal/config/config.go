@@ -47,6 +47,8 @@ type Config struct {
 	API     API
 	// MaxFixRunsPerTenantPerDay caps fix runs per tenant and UTC day (FX10).
 	MaxFixRunsPerTenantPerDay int
+	// LLM is the model configuration (llm.go).
+	LLM LLM
 }
 
 // Database is the control plane's PostgreSQL.
@@ -171,13 +173,48 @@ var known = map[string]string{
 	"QUAVON_DATABASE_PASSWORD_FILE":          "",
 	"QUAVON_API_LISTEN":                      ":8080",
 	"QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY": "50",
+	// The model layer (llm.go). A feature's empty PROVIDER, MODEL, BASE_URL
+	// or API_KEY_FILE inherits the default endpoint's.
+	"QUAVON_LLM_PROVIDER":                      "",
+	"QUAVON_LLM_MODEL":                         "",
+	"QUAVON_LLM_BASE_URL":                      "",
+	"QUAVON_LLM_API_KEY_FILE":                  "",
+	"QUAVON_LLM_REQUEST_TIMEOUT":               "5m",
+	"QUAVON_LLM_MAX_RETRIES":                   "4",
+	"QUAVON_LLM_RETRY_MAX_WAIT":                "2m",
+	"QUAVON_LLM_PRICES":                        "",
+	"QUAVON_LLM_REVIEW_PROVIDER":               "",
+	"QUAVON_LLM_REVIEW_MODEL":                  "",
+	"QUAVON_LLM_REVIEW_BASE_URL":               "",
+	"QUAVON_LLM_REVIEW_API_KEY_FILE":           "",
+	"QUAVON_LLM_REVIEW_RUN_MAX_TOKENS":         "2000000",
+	"QUAVON_LLM_REVIEW_RUN_MAX_COST_USD":       "3",
+	"QUAVON_LLM_REVIEW_DAILY_MAX_TOKENS":       "50000000",
+	"QUAVON_LLM_REVIEW_DAILY_MAX_COST_USD":     "100",
+	"QUAVON_LLM_ACCEPTANCE_PROVIDER":           "",
+	"QUAVON_LLM_ACCEPTANCE_MODEL":              "",
+	"QUAVON_LLM_ACCEPTANCE_BASE_URL":           "",
+	"QUAVON_LLM_ACCEPTANCE_API_KEY_FILE":       "",
+	"QUAVON_LLM_ACCEPTANCE_RUN_MAX_TOKENS":     "300000",
+	"QUAVON_LLM_ACCEPTANCE_RUN_MAX_COST_USD":   "0.5",
+	"QUAVON_LLM_ACCEPTANCE_DAILY_MAX_TOKENS":   "10000000",
+	"QUAVON_LLM_ACCEPTANCE_DAILY_MAX_COST_USD": "20",
+	"QUAVON_LLM_FIX_PROVIDER":                  "",
+	"QUAVON_LLM_FIX_MODEL":                     "",
+	"QUAVON_LLM_FIX_BASE_URL":                  "",
+	"QUAVON_LLM_FIX_API_KEY_FILE":              "",
+	"QUAVON_LLM_FIX_RUN_MAX_TOKENS":            "4000000",
+	"QUAVON_LLM_FIX_RUN_MAX_COST_USD":          "10",
+	"QUAVON_LLM_FIX_DAILY_MAX_TOKENS":          "100000000",
+	"QUAVON_LLM_FIX_DAILY_MAX_COST_USD":        "200",
 }
 
 // secretNames are refused outright: their _FILE form must be used.
 var secretNames = []string{
 	"QUAVON_SANDBOX_SIGNING_KEY", "QUAVON_SANDBOX_PREVIOUS_KEYS", "QUAVON_VALKEY_PASSWORD",
 	"QUAVON_ENCRYPTION_KEY", "QUAVON_DATABASE_PASSWORD", "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET",
-	"QUAVON_GITHUB_FIXER_WEBHOOK_SECRET",
+	"QUAVON_GITHUB_FIXER_WEBHOOK_SECRET", "QUAVON_LLM_API_KEY", "QUAVON_LLM_REVIEW_API_KEY",
+	"QUAVON_LLM_ACCEPTANCE_API_KEY", "QUAVON_LLM_FIX_API_KEY",
 }
 
 // Load reads environ (os.Environ() form) and validates it. Every problem is
@@ -328,6 +365,9 @@ func Load(environ []string) (Config, error) {
 	} else {
 		c.MaxFixRunsPerTenantPerDay = n
 	}
+	llm, llmErrs := parseLLM(vals)
+	c.LLM = llm
+	errs = append(errs, llmErrs...)
 	if err := errors.Join(errs...); err != nil {
 		return Config{}, fmt.Errorf("configuration: %w", err)
 	}
