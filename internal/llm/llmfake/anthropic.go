@@ -329,8 +329,16 @@ func (s *Server) anthropicRequest(body []byte, version string) (llm.Request, str
 			return req, "", bad("%s.%s: Extra inputs are not permitted", at, extra[0])
 		}
 		role, _ := asString(m["role"])
+		if role == "system" { // a system message (2026-10-21): text only, joins the system prompt
+			text, inv := textBlocks(at+".content", m["content"])
+			if inv != nil {
+				return req, "", inv
+			}
+			req.System = strings.TrimPrefix(req.System+"\n\n"+text, "\n\n")
+			continue
+		}
 		if role != "user" && role != "assistant" {
-			return req, "", bad("%s.role: Input should be 'user' or 'assistant'", at)
+			return req, "", bad("%s.role: Input should be 'user', 'assistant' or 'system'", at)
 		}
 		msg := llm.Message{Role: llm.Role(role)}
 		var uses []string
