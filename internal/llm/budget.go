@@ -115,21 +115,24 @@ func (b *Budget) Calls() int {
 
 // Model wraps m: every call goes through the budget. There is no other way
 // to reach m from the returned Model.
-func (b *Budget) Model(m Model) Model { return &budgeted{b: b, next: m} }
+func (b *Budget) Model(m Model) Model { return &budgeted{b: b, next: m, info: m.Info()} }
 
 type budgeted struct {
 	b    *Budget
 	next Model
+	info Info // Info is fixed for a model's lifetime
 }
 
-func (g *budgeted) Info() Info { return g.next.Info() }
+func (g *budgeted) Info() Info { return g.info }
 
 func (g *budgeted) Complete(ctx context.Context, req Request) (Response, error) {
-	if err := req.Validate(); err != nil {
-		return Response{}, err
+	// The model validates the whole request; the worst case needs only
+	// the output cap.
+	if req.MaxOutputTokens < 1 || req.MaxOutputTokens > MaxOutputTokensLimit {
+		return Response{}, fmt.Errorf("%w: MaxOutputTokens %d: want 1..%d", ErrInvalidRequest, req.MaxOutputTokens, MaxOutputTokensLimit)
 	}
 	b := g.b
-	info := g.next.Info()
+	info := g.info
 	prompt := EstimateInputTokens(req)
 	worst := Spend{Tokens: prompt + int64(req.MaxOutputTokens), Cost: info.Price.WorstCase(prompt, int64(req.MaxOutputTokens))}
 	if err := b.reserve(worst); err != nil {

@@ -191,7 +191,7 @@ func TestLoggingCarriesNoContent(t *testing.T) {
 			t.Errorf("log holds %s:\n%s", canary, log)
 		}
 	}
-	for _, want := range []string{`"input_tokens"`, `"cost_usd"`, `"stop_reason":"tool_use"`, `"feature":"review"`, `"error_kind":"bad_request"`, `"latency_ms"`} {
+	for _, want := range []string{`"input_tokens"`, `"cost_micro_usd"`, `"stop_reason":"tool_use"`, `"feature":"review"`, `"error_kind":"bad_request"`, `"latency_ms"`} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %s:\n%s", want, log)
 		}

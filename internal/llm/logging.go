@@ -15,27 +15,29 @@ func WithLogging(m Model, logger *slog.Logger, feature Feature) Model {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &logged{next: m, log: logger, feature: feature}
+	info := m.Info()
+	// The fixed attributes are encoded once, not per call.
+	logger = logger.With(slog.String("provider", info.Provider), slog.String("model", info.Model), slog.String("feature", string(feature)))
+	return &logged{next: m, log: logger, model: info.Model}
 }
 
 type logged struct {
-	next    Model
-	log     *slog.Logger
-	feature Feature
+	next  Model
+	log   *slog.Logger
+	model string
 }
 
 func (l *logged) Info() Info { return l.next.Info() }
 
 func (l *logged) Complete(ctx context.Context, req Request) (Response, error) {
-	info := l.next.Info()
 	start := time.Now()
 	resp, err := l.next.Complete(ctx, req)
-	attrs := []slog.Attr{
-		slog.String("provider", info.Provider),
-		slog.String("model", info.Model),
-		slog.String("feature", string(l.feature)),
-		slog.Int64("latency_ms", time.Since(start).Milliseconds()),
+	latency := resp.Latency // measured by the provider on success
+	if err != nil || latency <= 0 {
+		latency = time.Since(start)
 	}
+	attrs := make([]slog.Attr, 0, 12)
+	attrs = append(attrs, slog.Int64("latency_ms", latency.Milliseconds()))
 	if err != nil {
 		attrs = append(attrs, slog.Int("retries", RetriesOf(err)))
 		var ae *APIError
@@ -59,16 +61,35 @@ func (l *logged) Complete(ctx context.Context, req Request) (Response, error) {
 		return resp, err
 	}
 	attrs = append(attrs,
-		slog.String("answered_by", capText(resp.Model, 80)),
 		slog.Int64("input_tokens", resp.Usage.InputTokens),
 		slog.Int64("output_tokens", resp.Usage.OutputTokens),
-		slog.Int64("cache_read_tokens", resp.Usage.CacheReadTokens),
-		slog.Int64("cache_write_tokens", resp.Usage.CacheWriteTokens),
-		slog.Float64("cost_usd", resp.Cost.Dollars()),
+		slog.Int64("cost_micro_usd", int64(resp.Cost)),
 		slog.String("stop_reason", string(resp.StopReason)),
 		slog.Int("tool_calls", len(resp.ToolCalls)),
 		slog.Int("retries", resp.Retries),
 	)
+	// Rarer facts only when they are there, to keep the common line short.
+	if u := resp.Usage; u.CacheReadTokens != 0 || u.CacheWriteTokens != 0 {
+		attrs = append(attrs, slog.Int64("cache_read_tokens", u.CacheReadTokens), slog.Int64("cache_write_tokens", u.CacheWriteTokens))
+	}
+	if resp.Model != l.model {
+		attrs = append(attrs, slog.String("answered_by", safeModel(resp.Model)))
+	}
 	l.log.LogAttrs(ctx, slog.LevelInfo, "llm call", attrs...)
 	return resp, nil
+}
+
+// safeModel is the answering model's name as a provider reported it, kept
+// only when it looks like a model name.
+func safeModel(s string) string {
+	if len(s) > 100 {
+		return "?"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
+			return "?"
+		}
+	}
+	return s
 }

@@ -165,7 +165,11 @@ func NewScripted(script Script, model string, price Price) *Scripted {
 // Info names the scripted model.
 func (s *Scripted) Info() Info { return s.info }
 
-// Requests returns a copy of every request received, in order.
+// maxRecorded bounds the requests a Scripted keeps.
+const maxRecorded = 1024
+
+// Requests returns a copy of the requests received, in order (the latest
+// 512 to 1024 of them once more have arrived).
 func (s *Scripted) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -188,6 +192,9 @@ func (s *Scripted) Complete(ctx context.Context, req Request) (Response, error) 
 	s.mu.Lock()
 	n := s.calls
 	s.calls++
+	if len(s.requests) == maxRecorded { // a long demo run keeps the latest only
+		s.requests = append(s.requests[:0], s.requests[maxRecorded/2:]...)
+	}
 	s.requests = append(s.requests, req)
 	s.mu.Unlock()
 	step := s.script(n, req)
