@@ -41,7 +41,8 @@ func runUntilRefused(ctx context.Context, db *postgres.DB, tenant postgres.Tenan
 	m := b.Model(llm.NewScripted(func(int, llm.Request) llm.Step {
 		return llm.Step{Text: "met", Usage: &dailyUsage}
 	}, "judge", dailyPrice))
-	for {
+	// 27 calls fit the ceiling in all; a run making far more is not being refused.
+	for range 200 {
 		_, err := m.Complete(ctx, dailyRequest())
 		var be *llm.BudgetExceededError
 		if errors.As(err, &be) {
@@ -54,6 +55,7 @@ func runUntilRefused(ctx context.Context, db *postgres.DB, tenant postgres.Tenan
 			return llm.Spend{}, err
 		}
 	}
+	return b.Spent(), errors.New("200 calls and the daily ceiling never refused one")
 }
 
 // TestHelperDailyLedgerProcess is one process of TestDailyCeilingAcross
