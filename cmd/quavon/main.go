@@ -12,6 +12,7 @@
 //	quavon broker credential
 //	                        create a token-broker credential and its callers line
 //	quavon dev services     PostgreSQL, Valkey and Docker with runsc for the tests
+//	quavon llm probe        check that the configured model really calls tools
 //
 // Further commands (review, fix, eval, dev, doctor, admin, audit, github
 // setup) arrive with the features they drive.
@@ -70,7 +71,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
 	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil),
-		newDevCmd(e, nil))
+		newDevCmd(e, nil), newLLMCmd(e, nil))
 	return root
 }
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quavon/quavon/internal/llm"
+	"github.com/quavon/quavon/internal/llm/llmfake"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/testenv"
@@ -87,5 +89,32 @@ func TestMigrateCommand(t *testing.T) {
 	}
 	if out.String() != fmt.Sprintf("schema at version %d (was %d); River's migrations applied\n", latest, latest) {
 		t.Fatalf("second run: %q", out.String())
+	}
+}
+
+// quavon llm probe against the provider emulator: a model that calls the
+// tool passes, one that answers in prose fails with the reason.
+func TestLLMProbe(t *testing.T) {
+	t.Parallel()
+	s := llmfake.New(llmfake.Options{APIKey: "sk-ant-test-key-000000000000000000", Models: []string{"claude-sonnet-5-5"},
+		Script: llm.Steps(llm.Call("quavon_probe", map[string]string{"word": "ready"}), llm.Answer("I would call it"))})
+	defer s.Close()
+	key := filepath.Join(t.TempDir(), "key")
+	os.WriteFile(key, []byte("sk-ant-test-key-000000000000000000\n"), 0o600)
+	env := []string{"QUAVON_LLM_PROVIDER=anthropic", "QUAVON_LLM_MODEL=claude-sonnet-5-5", "QUAVON_LLM_API_KEY_FILE=" + key,
+		"QUAVON_LLM_BASE_URL=" + s.AnthropicURL()}
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"llm", "probe"}, env, &out, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out.String(), "ok: claude-sonnet-5-5 called the tool") {
+		t.Fatalf("output %q", out.String())
+	}
+	err := run(context.Background(), []string{"llm", "probe", "--feature", "fix"}, env, &out, &bytes.Buffer{})
+	if !errors.Is(err, llm.ErrProbeNoToolCall) {
+		t.Fatalf("a model answering in prose: %v", err)
+	}
+	if err := run(context.Background(), []string{"llm", "probe"}, nil, &out, &bytes.Buffer{}); err == nil {
+		t.Fatal("no model configured: accepted")
 	}
 }

@@ -142,7 +142,8 @@ type (
 	// WorkerConfig is quavon-worker's view.
 	WorkerConfig struct {
 		Core
-		DB Database
+		DB  Database
+		LLM LLM
 		// MaxFixRunsPerTenantPerDay caps fix runs per tenant and UTC day
 		// (FX10).
 		MaxFixRunsPerTenantPerDay int
@@ -181,6 +182,11 @@ type (
 		Core
 		DB Database
 	}
+	// LLMConfig is `quavon llm`'s view.
+	LLMConfig struct {
+		Core
+		LLM LLM
+	}
 	// KeysConfig is `quavon keys id`'s view.
 	KeysConfig struct {
 		Core
@@ -205,7 +211,7 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 	if err != nil {
 		return WorkerConfig{}, err
 	}
-	c := WorkerConfig{Core: r.core(), DB: r.database(),
+	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
 		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000)}
 	c.Warnings = r.warnings
 	return c, r.err()
@@ -278,6 +284,23 @@ func LoadKeys(environ []string) (KeysConfig, error) {
 	c := KeysConfig{Core: r.core(), SandboxKeys: r.sandboxKeys()}
 	c.Warnings = r.warnings
 	return c, r.err()
+}
+
+// LoadLLM reads `quavon llm`'s settings.
+func LoadLLM(environ []string) (LLMConfig, error) {
+	r, err := newReader(ServiceLLM, environ)
+	if err != nil {
+		return LLMConfig{}, err
+	}
+	c := LLMConfig{Core: r.core(), LLM: r.llm()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+func (r *reader) llm() LLM {
+	l, errs := parseLLM(r.vals)
+	r.errs = append(r.errs, errs...)
+	return l
 }
 
 // reader holds one service's raw values and collects every problem, so a

@@ -26,6 +26,8 @@ const (
 	ServiceMigrate Service = "quavon migrate"
 	// ServiceKeys is `quavon keys id`.
 	ServiceKeys Service = "quavon keys"
+	// ServiceLLM is `quavon llm probe` (and the CLI's local model runs).
+	ServiceLLM Service = "quavon llm"
 )
 
 // group is a set of settings that belong together and are read together.
@@ -44,6 +46,7 @@ const (
 	gGitHub      group = "github"
 	gBroker      group = "broker"
 	gFixCaps     group = "fix caps"
+	gLLM         group = "model"
 )
 
 var serviceGroups = map[Service][]group{
@@ -51,13 +54,14 @@ var serviceGroups = map[Service][]group{
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
 	ServiceAPI:     {gCore, gDatabase, gAPI},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps},
+	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
 	ServiceScan:    {gCore, gSnapshot, gRunner},
 	ServiceMigrate: {gCore, gDatabase},
 	ServiceKeys:    {gCore, gSandboxKeys},
+	ServiceLLM:     {gCore, gLLM},
 }
 
 // Setting is one QUAVON_* variable.
@@ -132,6 +136,39 @@ var registry = []Setting{
 	{Name: "QUAVON_GITHUB_FIXER_PRIVATE_KEY_FILE", Secret: true, group: gBroker, Doc: "the Fixer app's private key (PEM)"},
 
 	{Name: "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", Default: "50", group: gFixCaps, Doc: "fix-run cap per tenant and UTC day (FX10)"},
+
+	{Name: "QUAVON_LLM_PROVIDER", group: gLLM, Doc: "`anthropic` or `openai` (every OpenAI-compatible server); empty: no model, the model features are off"},
+	{Name: "QUAVON_LLM_MODEL", group: gLLM, Doc: "model name (Azure: the deployment name)"},
+	{Name: "QUAVON_LLM_BASE_URL", group: gLLM, Doc: "base URL of an OpenAI-compatible server or a proxy"},
+	{Name: "QUAVON_LLM_API_KEY_FILE", Secret: true, group: gLLM, Doc: "the provider's API key"},
+	{Name: "QUAVON_LLM_REQUEST_TIMEOUT", Default: "5m", group: gLLM, Doc: "one HTTP request to the provider"},
+	{Name: "QUAVON_LLM_MAX_RETRIES", Default: "4", group: gLLM, Doc: "retries of 429, 529/overloaded and 5xx answers"},
+	{Name: "QUAVON_LLM_RETRY_MAX_WAIT", Default: "2m", group: gLLM, Doc: "total wait of those retries"},
+	{Name: "QUAVON_LLM_PRICES", group: gLLM, Doc: "JSON prices in USD per million tokens by model, over the built-in table"},
+	{Name: "QUAVON_LLM_REVIEW_PROVIDER", group: gLLM, Doc: "the review model's provider (default: QUAVON_LLM_PROVIDER)"},
+	{Name: "QUAVON_LLM_REVIEW_MODEL", group: gLLM, Doc: "the review model (default: QUAVON_LLM_MODEL)"},
+	{Name: "QUAVON_LLM_REVIEW_BASE_URL", group: gLLM, Doc: "the review model's base URL"},
+	{Name: "QUAVON_LLM_REVIEW_API_KEY_FILE", Secret: true, group: gLLM, Doc: "the review model's API key"},
+	{Name: "QUAVON_LLM_REVIEW_RUN_MAX_TOKENS", Default: "2000000", group: gLLM, Doc: "tokens one review run may use"},
+	{Name: "QUAVON_LLM_REVIEW_RUN_MAX_COST_USD", Default: "3", group: gLLM, Doc: "US dollars one review run may cost"},
+	{Name: "QUAVON_LLM_REVIEW_DAILY_MAX_TOKENS", Default: "50000000", group: gLLM, Doc: "tokens review runs of one tenant may use per UTC day"},
+	{Name: "QUAVON_LLM_REVIEW_DAILY_MAX_COST_USD", Default: "100", group: gLLM, Doc: "US dollars review runs of one tenant may cost per UTC day"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_PROVIDER", group: gLLM, Doc: "the acceptance model's provider (default: QUAVON_LLM_PROVIDER)"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_MODEL", group: gLLM, Doc: "the acceptance model (default: QUAVON_LLM_MODEL)"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_BASE_URL", group: gLLM, Doc: "the acceptance model's base URL"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_API_KEY_FILE", Secret: true, group: gLLM, Doc: "the acceptance model's API key"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_RUN_MAX_TOKENS", Default: "300000", group: gLLM, Doc: "tokens one acceptance run may use"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_RUN_MAX_COST_USD", Default: "0.5", group: gLLM, Doc: "US dollars one acceptance run may cost"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_DAILY_MAX_TOKENS", Default: "10000000", group: gLLM, Doc: "tokens acceptance runs of one tenant may use per UTC day"},
+	{Name: "QUAVON_LLM_ACCEPTANCE_DAILY_MAX_COST_USD", Default: "20", group: gLLM, Doc: "US dollars acceptance runs of one tenant may cost per UTC day"},
+	{Name: "QUAVON_LLM_FIX_PROVIDER", group: gLLM, Doc: "the fix model's provider (default: QUAVON_LLM_PROVIDER)"},
+	{Name: "QUAVON_LLM_FIX_MODEL", group: gLLM, Doc: "the fix model (default: QUAVON_LLM_MODEL)"},
+	{Name: "QUAVON_LLM_FIX_BASE_URL", group: gLLM, Doc: "the fix model's base URL"},
+	{Name: "QUAVON_LLM_FIX_API_KEY_FILE", Secret: true, group: gLLM, Doc: "the fix model's API key"},
+	{Name: "QUAVON_LLM_FIX_RUN_MAX_TOKENS", Default: "4000000", group: gLLM, Doc: "tokens one fix run may use"},
+	{Name: "QUAVON_LLM_FIX_RUN_MAX_COST_USD", Default: "10", group: gLLM, Doc: "US dollars one fix run may cost"},
+	{Name: "QUAVON_LLM_FIX_DAILY_MAX_TOKENS", Default: "100000000", group: gLLM, Doc: "tokens fix runs of one tenant may use per UTC day"},
+	{Name: "QUAVON_LLM_FIX_DAILY_MAX_COST_USD", Default: "200", group: gLLM, Doc: "US dollars fix runs of one tenant may cost per UTC day"},
 }
 
 // Settings returns the registry, for the configuration reference and the

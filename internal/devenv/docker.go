@@ -138,9 +138,9 @@ func startDockerd(ctx context.Context, opt DockerOptions) error {
 	if os.Getenv("DOCKER_HOST") != "" {
 		return fmt.Errorf("DOCKER_HOST=%s is set but docker info fails there", os.Getenv("DOCKER_HOST"))
 	}
-	if out, _ := exec.Command("pgrep", "-x", "dockerd").Output(); len(out) > 0 {
-		return fmt.Errorf("dockerd is running (pid %s) but 'docker info' fails; check it, or stop it so that one can be started", strings.Fields(string(out)))
-	}
+	// A daemon that holds the default socket or pidfile but does not
+	// answer makes the new one fail at start (its pidfile lock), with the
+	// reason in the log shown below: never two daemons on one data root.
 	if _, err := exec.LookPath("dockerd"); err != nil {
 		return errors.New("dockerd is not on PATH (apt-get install docker.io)")
 	}

@@ -73,6 +73,7 @@ func (e *env) tenant(t *testing.T, name string) (postgres.TenantID, string) {
 			`INSERT INTO audit_log (tenant_id, actor, action, subject_type, subject_id) VALUES (quavon_current_tenant(), 'test', 'tenant.create', 'tenant', '` + name + `')`,
 			`INSERT INTO webhook_deliveries (tenant_id, delivery_id, event) VALUES (quavon_current_tenant(), gen_random_uuid()::text, 'ping')`,
 			`INSERT INTO fix_run_caps (tenant_id, scope, key, day, count) VALUES (quavon_current_tenant(), 'tenant', '', current_date, 1)`,
+			`INSERT INTO llm_budget_days (tenant_id, feature, day, tokens) VALUES (quavon_current_tenant(), 'fix', current_date, 1)`,
 		}
 		for _, s := range more {
 			if _, err := tx.Exec(ctx, s); err != nil {

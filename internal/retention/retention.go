@@ -26,6 +26,7 @@ type Swept struct {
 var Tables = []Swept{
 	{"webhook_deliveries", "received_at"},
 	{"fix_run_caps", "day"},
+	{"llm_budget_days", "day"},
 }
 
 // Result counts deleted rows per table over all tenants.

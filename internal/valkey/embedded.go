@@ -85,8 +85,11 @@ func StartEmbedded(ctx context.Context) (*Embedded, error) {
 		close(e.done)
 	}()
 	deadline := time.Now().Add(10 * time.Second)
+	// The socket file appears at bind(), before the server listens: wait
+	// until it accepts a connection.
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		if conn, err := net.Dial("unix", sock); err == nil {
+			conn.Close()
 			break
 		}
 		select {
