@@ -80,9 +80,16 @@ func (s Severity) Valid() bool { _, ok := severityRank[s]; return ok }
 
 // Validate reports why f is not a finding Parse may return, or nil.
 func (f Finding) Validate() error {
-	switch {
-	case !f.Tool.Valid():
+	if !f.Tool.Valid() {
 		return fmt.Errorf("unknown tool %q", f.Tool)
+	}
+	return f.validateFields()
+}
+
+// validateFields is Validate without the tool, which the parsers know (and
+// which would make the scanner table depend on itself).
+func (f Finding) validateFields() error {
+	switch {
 	case !f.Severity.Valid():
 		return fmt.Errorf("unknown severity %q", f.Severity)
 	case f.RuleID == "" || len(f.RuleID) > MaxRuleBytes || len(f.RuleName) > MaxRuleBytes:
@@ -258,7 +265,7 @@ func (c *collector) add(f Finding, rawPath string) bool {
 		(f.EndLine == f.StartLine && f.EndColumn <= f.StartColumn) {
 		f.EndColumn = 0
 	}
-	if err := f.Validate(); err != nil {
+	if err := f.validateFields(); err != nil {
 		c.toolError("%s: finding dropped in %s: %v", c.tool, p, err)
 		return true
 	}

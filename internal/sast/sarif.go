@@ -97,7 +97,7 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 			}
 		}
 		run := sarifRun{Tool: sarifTool{Driver: sarifDriver{
-			Name: string(tr.Tool), Version: sanitise(tr.Version, 100), InformationURI: toolInfoURI[tr.Tool],
+			Name: string(tr.Tool), Version: sanitise(tr.Version, 100), InformationURI: ScannerOf(tr.Tool).InfoURI,
 			Rules: []sarifRule{},
 		}}, Results: []sarifResult{}}
 		if run.Tool.Driver.InformationURI == "" {
@@ -172,15 +172,6 @@ func orDefault(a, b string) string {
 		return a
 	}
 	return b
-}
-
-var toolInfoURI = map[Tool]string{
-	ToolASTGrep:  "https://ast-grep.github.io/",
-	ToolGitleaks: "https://github.com/gitleaks/gitleaks",
-	ToolBandit:   "https://bandit.readthedocs.io/",
-	ToolGosec:    "https://github.com/securego/gosec",
-	ToolESLint:   "https://eslint.org/",
-	ToolRuff:     "https://docs.astral.sh/ruff/",
 }
 
 // sarifLevel maps our severity onto SARIF's result level.

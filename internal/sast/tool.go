@@ -3,36 +3,28 @@
 // with caps (the output is untrusted), filtered to changed lines, deduplicated
 // by a line-independent fingerprint, capped, and rendered as SARIF 2.1.0.
 //
-// This file is the contract between the in-sandbox driver
-// (internal/sast/driver, run as /opt/quavon/bin/quavon-scan in the image)
-// and the host side.
+// Each scanner lives in one file (tool_<name>.go): the files it scans, how
+// the driver runs it, how its report is parsed and what SARIF says about
+// it, registered in the table of scanner.go. This file is the contract
+// between the in-sandbox driver (internal/sast/driver, run as
+// /opt/quavon/bin/quavon-scan in the image) and the host side.
 package sast
 
 // Tool names one scanner.
 type Tool string
 
-// The scanners of the default image, in the order the driver runs them.
-const (
-	ToolASTGrep  Tool = "ast-grep"
-	ToolGitleaks Tool = "gitleaks"
-	ToolBandit   Tool = "bandit"
-	ToolGosec    Tool = "gosec"
-	ToolESLint   Tool = "eslint"
-	ToolRuff     Tool = "ruff"
-)
-
-// Tools is every scanner of the default image.
-var Tools = []Tool{ToolASTGrep, ToolGitleaks, ToolBandit, ToolGosec, ToolESLint, ToolRuff}
+// Tools is every scanner of the default image, in the order the driver
+// lists them (the order of the table in scanner.go).
+var Tools = func() []Tool {
+	out := make([]Tool, len(scanners))
+	for i, s := range scanners {
+		out[i] = s.Tool
+	}
+	return out
+}()
 
 // Valid reports whether t is a known tool.
-func (t Tool) Valid() bool {
-	for _, k := range Tools {
-		if k == t {
-			return true
-		}
-	}
-	return false
-}
+func (t Tool) Valid() bool { return ScannerOf(t) != nil }
 
 // Status is how one tool's run ended.
 type Status string
