@@ -33,9 +33,16 @@ func Parse(tool Tool, raw []byte, root string) (Parsed, error) {
 	if s == nil {
 		return Parsed{}, fmt.Errorf("sast.Parse: unknown tool %q", tool)
 	}
-	c := &collector{tool: tool, root: root}
-	if err := s.parse(c, raw); err != nil {
-		return Parsed{}, fmt.Errorf("sast.Parse %s: %w", tool, err)
+	return parseWith(&collector{tool: tool, root: root}, raw)
+}
+
+// parseWith parses raw into c (whose tool is known).
+func parseWith(c *collector, raw []byte) (Parsed, error) {
+	if len(raw) > MaxReportBytes {
+		return Parsed{}, fmt.Errorf("sast.Parse %s: %w (%d bytes)", c.tool, ErrReportTooLarge, len(raw))
+	}
+	if err := ScannerOf(c.tool).parse(c, raw); err != nil {
+		return Parsed{}, fmt.Errorf("sast.Parse %s: %w", c.tool, err)
 	}
 	return c.result(), nil
 }

@@ -3,11 +3,11 @@ package sast
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
-	"strings"
 )
 
 // Scanner is everything Quavon knows about one tool. Each one is defined in
@@ -29,9 +29,35 @@ type Scanner struct {
 	// Invoke builds what running the tool over files (the request's files
 	// it scans, never empty) takes; it runs in the sandbox, in the driver.
 	// An error wrapping ErrMissing means the tool is not in the image.
-	Invoke func(w *Workspace, files []string) (*Invocation, error)
+	Invoke func(w *Workspace, files []Target) (*Invocation, error)
+	// Neutral says the tool is given the files' neutral names (and so
+	// reports them); otherwise their repository paths (Target.Src).
+	Neutral bool
+	// Numbering is how the tool numbers the lines of text (a file as
+	// Text returns it): the line ends it counts, and why its numbers
+	// cannot be mapped onto Quavon's lines at all ("" when they can).
+	// nil is LinesLF.
+	Numbering func(text []byte) (Terminators, string)
 	// parse reads the tool's raw report into c.
 	parse func(c *collector, raw []byte) error
+}
+
+// Target is one request file as an invocation gets it.
+type Target struct {
+	// Index is the file's index in the request.
+	Index int
+	// Neutral is its neutral name, relative to Workspace.Changed.
+	Neutral string
+	// Src is its repository path relative to Workspace.Src, or "".
+	Src string
+}
+
+// numbering is s.Numbering with the default.
+func (s *Scanner) numbering(text []byte) (Terminators, string) {
+	if s.Numbering == nil {
+		return LinesLF, ""
+	}
+	return s.Numbering(text)
 }
 
 // scanners is the table of every scanner of the default image, in the
@@ -49,16 +75,21 @@ func ScannerOf(t Tool) *Scanner {
 }
 
 // Covers reports whether the scanner scans a file named name.
-func (s *Scanner) Covers(name string) bool {
-	return s.Extensions == nil || slices.Contains(s.Extensions, strings.ToLower(path.Ext(name)))
+func (s *Scanner) Covers(name string) bool { return s.CoversExt(NeutralExt(name)) }
+
+// CoversExt reports whether the scanner scans a file whose NeutralExt is
+// ext.
+func (s *Scanner) CoversExt(ext string) bool {
+	return s.Extensions == nil || slices.Contains(s.Extensions, ext)
 }
 
-// Pick returns the names the scanner scans, in order.
-func (s *Scanner) Pick(names []string) []string {
-	var out []string
-	for _, n := range names {
-		if s.Covers(n) {
-			out = append(out, n)
+// Pick returns the indexes of the extensions (NeutralExt) of files the
+// scanner scans, in order.
+func (s *Scanner) Pick(exts []string) []int {
+	var out []int
+	for i, e := range exts {
+		if s.CoversExt(e) {
+			out = append(out, i)
 		}
 	}
 	return out
@@ -87,6 +118,8 @@ var ErrMissing = errors.New("not installed in this image")
 type Workspace struct {
 	// Src is the source tree (the snapshot's src directory).
 	Src string
+	// Changed holds every changed file under its neutral name.
+	Changed string
 	// Out is where reports go (returned as artefacts).
 	Out string
 	// Opt is Quavon's directory in the image (configs, wrappers).
@@ -98,11 +131,14 @@ type Workspace struct {
 }
 
 // Invocation is what running one tool takes: commands in order, then
-// Finish (which may merge reports).
+// Finish (which may merge reports and say which files the tool skipped).
 type Invocation struct {
-	Files  int
-	Cmds   []Command
-	Finish func() error
+	// Files is how many of the tool's files it was given or noted.
+	Files int
+	Cmds  []Command
+	// NotCovered are the tool's files it is not given, and why.
+	NotCovered []FileNote
+	Finish     func() ([]FileNote, error)
 }
 
 // Command is one program run of an invocation.
@@ -111,8 +147,9 @@ type Command struct {
 	Dir    string
 	Env    []string
 	OKExit []int
-	// Stdout, when set, is the file that receives the tool's stdout.
-	Stdout string
+	// Stdout, when set, is the file that receives the tool's stdout;
+	// Stderr, when set, one that receives its whole stderr as well.
+	Stdout, Stderr string
 }
 
 // OutPath is where tool t's raw report goes.
@@ -137,13 +174,13 @@ func (w *Workspace) Env(extra ...string) []string {
 	}, extra...)
 }
 
-// CopyTree copies files from Src to a fresh directory dir, applying edit
-// to each file's content.
-func (w *Workspace) CopyTree(dir string, files []string, edit func([]byte) []byte) error {
+// CopyTree copies files (name in Changed → name in dir) to a fresh
+// directory dir, applying edit to each file's content.
+func (w *Workspace) CopyTree(dir string, files map[string]string, edit func([]byte) []byte) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	from, err := os.OpenRoot(w.Src)
+	from, err := os.OpenRoot(w.Changed)
 	if err != nil {
 		return err
 	}
@@ -156,7 +193,7 @@ func (w *Workspace) CopyTree(dir string, files []string, edit func([]byte) []byt
 		return err
 	}
 	defer to.Close()
-	for _, f := range files {
+	for _, f := range slices.Sorted(maps.Keys(files)) {
 		data, err := from.ReadFile(f)
 		if err != nil {
 			return err
@@ -164,12 +201,22 @@ func (w *Workspace) CopyTree(dir string, files []string, edit func([]byte) []byt
 		if edit != nil {
 			data = edit(data)
 		}
-		if err := to.MkdirAll(path.Dir(f), 0o700); err != nil {
+		dst := files[f]
+		if err := to.MkdirAll(path.Dir(dst), 0o700); err != nil {
 			return err
 		}
-		if err := to.WriteFile(f, data, 0o600); err != nil {
+		if err := to.WriteFile(dst, data, 0o600); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// neutralNames are the targets' neutral names.
+func neutralNames(ts []Target) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Neutral
+	}
+	return out
 }

@@ -5,7 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
+	"unicode/utf8"
 )
 
 // ToolASTGrep is ast-grep with the Quavon rule pack (rules/ast-grep).
@@ -18,25 +20,45 @@ var astGrep = &Scanner{
 	InfoURI:  "https://ast-grep.github.io/",
 	Programs: []string{"ast-grep"},
 	Invoke:   invokeASTGrep,
+	Neutral:  true,
 	parse:    parseASTGrep,
 }
 
 // invokeASTGrep scans a copy of the files alone (no repository sgconfig.yml
 // beside them) in which ast-grep-ignore is blanked; ast-grep writes its
-// report to stdout.
-func invokeASTGrep(w *Workspace, files []string) (*Invocation, error) {
+// report to stdout. ast-grep skips a file that is not UTF-8 without a
+// word, so such a file is not given to it and is reported instead.
+func invokeASTGrep(w *Workspace, files []Target) (*Invocation, error) {
 	bin, err := w.LookPath("ast-grep")
 	if err != nil {
 		return nil, err
 	}
+	inv := &Invocation{Files: len(files)}
+	copies := map[string]string{}
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(w.Changed, filepath.FromSlash(f.Neutral)))
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.Valid(data) {
+			inv.NotCovered = append(inv.NotCovered, FileNote{f.Index, "not UTF-8 text: ast-grep skips such files"})
+			continue
+		}
+		copies[f.Neutral] = f.Neutral
+		names = append(names, f.Neutral)
+	}
+	if len(names) == 0 { // an empty stream is a report without matches
+		return inv, os.WriteFile(w.OutPath(ToolASTGrep), nil, 0o644)
+	}
 	dir := filepath.Join(w.Home, "scan-ast-grep")
-	if err := w.CopyTree(dir, files, blankASTGrepIgnore); err != nil {
+	if err := w.CopyTree(dir, copies, blankASTGrepIgnore); err != nil {
 		return nil, fmt.Errorf("copy: %w", err)
 	}
 	argv := append([]string{bin, "scan", "-c", filepath.Join(w.Opt, "ast-grep", "sgconfig.yml"),
-		"--json=stream", "--include-metadata", "--"}, files...)
-	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: dir, Env: w.Env(), OKExit: []int{0, 1},
-		Stdout: w.OutPath(ToolASTGrep)}}}, nil
+		"--json=stream", "--include-metadata", "--"}, names...)
+	inv.Cmds = []Command{{Argv: argv, Dir: dir, Env: w.Env(), OKExit: []int{0, 1}, Stdout: w.OutPath(ToolASTGrep)}}
+	return inv, nil
 }
 
 // blankASTGrepIgnore replaces every ast-grep-ignore suppression marker with

@@ -16,20 +16,22 @@ var bandit = &Scanner{
 	InfoURI:    "https://bandit.readthedocs.io/",
 	Programs:   []string{"bandit"},
 	Invoke:     invokeBandit,
+	Neutral:    true,
+	Numbering:  pythonNumbering,
 	parse:      parseBandit,
 }
 
-// invokeBandit runs bandit from the source root: --ini so no .bandit is
+// invokeBandit runs bandit over the neutral names: --ini so no .bandit is
 // read, -c for Quavon's tests, --ignore-nosec.
-func invokeBandit(w *Workspace, files []string) (*Invocation, error) {
+func invokeBandit(w *Workspace, files []Target) (*Invocation, error) {
 	bin, err := w.LookPath("bandit")
 	if err != nil {
 		return nil, err
 	}
 	argv := append([]string{bin, "--ini", filepath.Join(w.Opt, "bandit.ini"),
 		"-c", filepath.Join(w.Opt, "bandit.yaml"), "--ignore-nosec", "-q",
-		"-f", "json", "-o", w.OutPath(ToolBandit), "--"}, files...)
-	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Src,
+		"-f", "json", "-o", w.OutPath(ToolBandit), "--"}, neutralNames(files)...)
+	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Changed,
 		Env: w.Env("PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"), OKExit: []int{0, 1}}}}, nil
 }
 
@@ -74,11 +76,7 @@ func parseBandit(c *collector, raw []byte) error {
 		return errors.New("report has no results array")
 	}
 	for _, e := range r.Errors {
-		p, err := relPath(e.Filename, c.root)
-		if err != nil {
-			p = "(path outside the source root)"
-		}
-		c.toolError("%s: %s", p, e.Reason)
+		c.fileError(e.Filename, 0, 0, e.Reason)
 	}
 	for _, el := range r.Results {
 		var b banditResult

@@ -16,20 +16,25 @@ var eslint = &Scanner{
 	InfoURI:    "https://eslint.org/",
 	Programs:   []string{"eslint"},
 	Invoke:     invokeESLint,
+	Neutral:    true,
+	Numbering:  func([]byte) (Terminators, string) { return LinesJS, "" },
 	parse:      parseESLint,
 }
 
-// invokeESLint runs ESLint from the source root with Quavon's flat config
-// only and inline configuration off.
-func invokeESLint(w *Workspace, files []string) (*Invocation, error) {
+// invokeESLint runs ESLint over the neutral names with Quavon's flat
+// config only and inline configuration off. Without --no-warn-ignored: a
+// file ESLint ignores (its default ignores, a file no config entry
+// matches) comes back as a warning without a rule, which the parser
+// reports as a file not scanned.
+func invokeESLint(w *Workspace, files []Target) (*Invocation, error) {
 	bin, err := w.LookPath("eslint")
 	if err != nil {
 		return nil, err
 	}
 	argv := append([]string{bin, "--no-config-lookup", "--no-inline-config",
 		"-c", filepath.Join(w.Opt, "eslint", "security.config.js"),
-		"--no-warn-ignored", "-f", "json", "-o", w.OutPath(ToolESLint), "--"}, files...)
-	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Src, Env: w.Env(), OKExit: []int{0, 1}}}}, nil
+		"-f", "json", "-o", w.OutPath(ToolESLint), "--"}, neutralNames(files)...)
+	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Changed, Env: w.Env(), OKExit: []int{0, 1}}}}, nil
 }
 
 type eslintFile struct {
@@ -63,11 +68,7 @@ func parseESLint(c *collector, raw []byte) error {
 				return false, fmt.Errorf("malformed message: %w", err)
 			}
 			if m.RuleID == nil || *m.RuleID == "" || m.Fatal {
-				p, err := relPath(file.FilePath, c.root)
-				if err != nil {
-					p = "(path outside the source root)"
-				}
-				c.toolError("%s:%d:%d: %s", p, m.Line, m.Column, m.Message)
+				c.fileError(file.FilePath, m.Line, m.Column, m.Message)
 				continue
 			}
 			var sev Severity

@@ -1,6 +1,7 @@
 package sast
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,21 +37,35 @@ func goEnv(w *Workspace) []string {
 		"GOPATH="+filepath.Join(w.Home, "go"), "GOTMPDIR="+filepath.Join(w.Home, "tmp"))
 }
 
-// invokeGosec runs gosec once per Go module that holds a changed file, on
-// the changed files' packages, and merges the reports into one.
-func invokeGosec(w *Workspace, files []string) (*Invocation, error) {
+// invokeGosec runs gosec -tests once per Go module that holds a changed
+// file, on the changed files' packages, and merges the reports into one.
+// Before it, `go list` says which files of those packages the Go command
+// builds here (linux, CGO_ENABLED=0): a changed file outside the build
+// (build constraints, a leading "_" or ".", cgo), one it cannot read, or
+// one in a package it cannot load is not scanned by gosec and is
+// reported, as is one whose path the snapshot's source tree cannot hold.
+func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 	bin, err := w.LookPath("gosec")
 	if err != nil {
 		return nil, err
 	}
-	if _, err := w.LookPath("go"); err != nil {
+	goBin, err := w.LookPath("go")
+	if err != nil {
 		return nil, err
 	}
+	inv := &Invocation{Files: len(files)}
 	// module root → package directories (relative to the root)
 	mods := map[string][]string{}
 	var order []string
+	var laidOut []Target
 	for _, f := range files {
-		dir := path.Dir(f)
+		if f.Src == "" {
+			inv.NotCovered = append(inv.NotCovered, FileNote{f.Index,
+				"gosec: its path cannot be laid out for the Go toolchain (control characters, a backslash or a .git segment)"})
+			continue
+		}
+		laidOut = append(laidOut, f)
+		dir := path.Dir(f.Src)
 		mod := moduleRoot(w.Src, dir)
 		pkg := "."
 		if dir != mod {
@@ -66,21 +81,88 @@ func invokeGosec(w *Workspace, files []string) (*Invocation, error) {
 			mods[mod] = append(mods[mod], pkg)
 		}
 	}
+	out := w.OutPath(ToolGosec)
+	if len(order) == 0 {
+		return inv, os.WriteFile(out, []byte(`{"Golang errors":{},"Issues":[]}`), 0o644)
+	}
 	if err := seedGoCache(filepath.Join(w.Opt, "gocache"), filepath.Join(w.Home, "go-build")); err != nil {
 		return nil, fmt.Errorf("go build cache: %w", err)
 	}
-	inv := &Invocation{Files: len(files)}
-	var parts []string
+	var parts, lists []string
 	for i, mod := range order {
 		part := filepath.Join(w.Home, fmt.Sprintf("gosec-%d.json", i))
-		parts = append(parts, part)
-		argv := append([]string{bin, "-nosec", "-fmt", "json", "-out", part}, mods[mod]...)
-		inv.Cmds = append(inv.Cmds, Command{Argv: argv, Dir: filepath.Join(w.Src, filepath.FromSlash(mod)),
-			Env: goEnv(w), OKExit: []int{0, 1}})
+		list := filepath.Join(w.Home, fmt.Sprintf("golist-%d.json", i))
+		parts, lists = append(parts, part), append(lists, list)
+		dir := filepath.Join(w.Src, filepath.FromSlash(mod))
+		inv.Cmds = append(inv.Cmds,
+			Command{Argv: append([]string{goBin, "list", "-e", "-json=" + goListFields, "--"}, mods[mod]...),
+				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}, Stdout: list},
+			Command{Argv: append([]string{bin, "-nosec", "-tests", "-fmt", "json", "-out", part}, mods[mod]...),
+				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}})
 	}
-	out := w.OutPath(ToolGosec)
-	inv.Finish = func() error { return mergeGosec(parts, out) }
+	inv.Finish = func() ([]FileNote, error) {
+		if err := mergeGosec(parts, out); err != nil {
+			return nil, err
+		}
+		return goOutsideBuild(w.Src, lists, laidOut)
+	}
 	return inv, nil
+}
+
+// goListFields are the fields of `go list -json` goOutsideBuild reads.
+const goListFields = "Dir,GoFiles,CgoFiles,TestGoFiles,XTestGoFiles,IgnoredGoFiles,InvalidGoFiles,Error"
+
+type goListPackage struct {
+	Dir                                                                          string
+	GoFiles, CgoFiles, TestGoFiles, XTestGoFiles, IgnoredGoFiles, InvalidGoFiles []string
+	Error                                                                        *struct{ Err string }
+}
+
+// goOutsideBuild reads the `go list -json` outputs and notes each file of
+// files that no listed package builds.
+func goOutsideBuild(src string, lists []string, files []Target) ([]FileNote, error) {
+	pkgs := map[string]goListPackage{}
+	for _, l := range lists {
+		data, err := os.ReadFile(l)
+		if err != nil {
+			return nil, fmt.Errorf("go list: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		for dec.More() {
+			var p goListPackage
+			if err := dec.Decode(&p); err != nil {
+				return nil, fmt.Errorf("go list: %w", err)
+			}
+			pkgs[p.Dir] = p
+		}
+	}
+	var notes []FileNote
+	for _, f := range files {
+		abs := filepath.Join(src, filepath.FromSlash(f.Src))
+		p, ok := pkgs[filepath.Dir(abs)]
+		base := filepath.Base(abs)
+		built := ok && (slices.Contains(p.GoFiles, base) || slices.Contains(p.CgoFiles, base) ||
+			slices.Contains(p.TestGoFiles, base) || slices.Contains(p.XTestGoFiles, base))
+		var why string
+		switch {
+		case built:
+			continue
+		case !ok:
+			why = "the Go command loaded no package from its directory"
+		case slices.Contains(p.IgnoredGoFiles, base):
+			why = "not in the build for linux with CGO_ENABLED=0 (build constraints, a file name starting with _ or ., or cgo)"
+		case slices.Contains(p.InvalidGoFiles, base) && p.Error != nil:
+			why = "the Go command cannot read it: " + p.Error.Err
+		case strings.HasPrefix(base, "_") || strings.HasPrefix(base, "."):
+			why = "not in the build: the Go command ignores files whose names start with _ or ."
+		case p.Error != nil:
+			why = "its package could not be loaded: " + p.Error.Err
+		default:
+			why = "not in the package the Go command loaded"
+		}
+		notes = append(notes, FileNote{f.Index, "gosec: " + sanitise(why, MaxToolErrorBytes)})
+	}
+	return notes, nil
 }
 
 // seedGoCache makes cache a Go build cache that holds the image's
@@ -211,12 +293,8 @@ func parseGosec(c *collector, raw []byte) error {
 		return errors.New("report has neither Issues nor Golang errors")
 	}
 	for _, file := range sortedKeys(r.Errors) {
-		p, err := relPath(file, c.root)
-		if err != nil {
-			p = "(path outside the source root)"
-		}
 		for _, e := range r.Errors[file] {
-			c.toolError("%s:%d:%d: %s", p, e.Line, e.Column, e.Error)
+			c.fileError(file, e.Line, e.Column, e.Error)
 		}
 	}
 	for _, el := range r.Issues {

@@ -17,19 +17,21 @@ var ruff = &Scanner{
 	Programs:   []string{"node"},
 	OptFiles:   []string{"ruff/check.mjs"},
 	Invoke:     invokeRuff,
+	Neutral:    true,
+	Numbering:  pythonNumbering,
 	parse:      parseRuff,
 }
 
 // invokeRuff runs Quavon's wrapper, which reads no configuration file and
 // blanks noqa comments itself.
-func invokeRuff(w *Workspace, files []string) (*Invocation, error) {
+func invokeRuff(w *Workspace, files []Target) (*Invocation, error) {
 	node, err := w.LookPath("node")
 	if err != nil {
 		return nil, err
 	}
 	script := filepath.Join(w.Opt, "ruff", "check.mjs")
-	argv := append([]string{node, script, "--output", w.OutPath(ToolRuff), "--"}, files...)
-	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Src, Env: w.Env(), OKExit: []int{0}}}}, nil
+	argv := append([]string{node, script, "--output", w.OutPath(ToolRuff), "--"}, neutralNames(files)...)
+	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Changed, Env: w.Env(), OKExit: []int{0}}}}, nil
 }
 
 type ruffPos struct {
@@ -51,7 +53,9 @@ var ruffHigh = map[string]bool{"S324": true, "S501": true, "S502": true, "S507":
 
 // parseRuff reads Ruff's --output-format json (from Quavon's wrapper):
 // 1-based rows and columns, the end column exclusive. A diagnostic with a
-// null code or code "invalid-syntax" is a parse error (tool error).
+// null code or code "invalid-syntax" is a parse error, E902 (io-error: a
+// file the wrapper could not read, over its size cap or not UTF-8) a file
+// not scanned: both are tool errors of that file.
 // Severities: the S rules in ruffHigh → high, other S rules → medium,
 // others → low.
 func parseRuff(c *collector, raw []byte) error {
@@ -60,12 +64,8 @@ func parseRuff(c *collector, raw []byte) error {
 		if err := json.Unmarshal(el, &d); err != nil {
 			return false, fmt.Errorf("malformed diagnostic: %w", err)
 		}
-		if d.Code == nil || !isRuffCode(*d.Code) {
-			p, err := relPath(d.Filename, c.root)
-			if err != nil {
-				p = "(path outside the source root)"
-			}
-			c.toolError("%s:%d:%d: %s", p, d.Location.Row, d.Location.Column, d.Message)
+		if d.Code == nil || !isRuffCode(*d.Code) || *d.Code == "E902" {
+			c.fileError(d.Filename, d.Location.Row, d.Location.Column, d.Message)
 			return true, nil
 		}
 		sev := SeverityLow

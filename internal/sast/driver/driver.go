@@ -7,7 +7,11 @@
 //
 // It never decides what is a finding: the host parses the reports
 // (package sast). How each tool is run is in that tool's file in package
-// sast (tool_<name>.go); the driver only executes it. It decides each
+// sast (tool_<name>.go); the driver only executes it. Every tool but
+// gosec gets the changed files under neutral names (changed/<i>/f<ext>),
+// gosec their repository layout (src/). What a tool is not given, or says
+// it skipped, goes into its record as notes (ToolRun.NotCovered), from
+// which the host lists the files not scanned. It decides each
 // tool's status: missing (no binary),
 // no_files (nothing of its language changed), timed_out, failed (an exit
 // code the tool uses for errors, or no report) or ok.
@@ -17,9 +21,9 @@
 //     pyproject.toml, sgconfig.yml): every tool gets Quavon's config
 //     explicitly (-c, --config, --ini, --no-config-lookup; Ruff runs as
 //     WebAssembly with inline settings and reads no file but its inputs);
-//     ast-grep and gitleaks run on a copy of the changed files alone, so
-//     no repository file sits in their working directory, and the copy has
-//     no .gitleaksignore at its root (gitleaks reads that file from the
+//     all but gosec run where only neutral names are, so no repository
+//     file name means anything to them, and gitleaks' copy has no
+//     .gitleaksignore at its root (gitleaks reads that file from the
 //     scanned directory whatever --gitleaks-ignore-path says);
 //   - inline suppressions: --no-inline-config, --ignore-nosec, -nosec,
 //     --ignore-gitleaks-allow; `noqa` is blanked by the Ruff wrapper and
@@ -84,7 +88,10 @@ const (
 	maxRequestBytes = 1 << 20
 	maxFiles        = 10000
 	maxStderrBytes  = 4096
-	maxTimeout      = 30 * time.Minute
+	// maxLogBytes caps a tool's whole stderr kept for its Finish (the
+	// gitleaks debug log: one line per skipped file).
+	maxLogBytes = 16 << 20
+	maxTimeout  = 30 * time.Minute
 )
 
 // Run scans and writes the manifest. It returns an error only when no
@@ -96,7 +103,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	src := filepath.Join(cfg.Work, sast.SourceDir)
-	files, err := checkFiles(src, req.Files)
+	changed := filepath.Join(cfg.Work, sast.ChangedDir)
+	files, err := checkFiles(changed, src, req.Files)
 	if err != nil {
 		return err
 	}
@@ -107,12 +115,12 @@ func Run(ctx context.Context, cfg Config) error {
 	timeout = min(timeout, maxTimeout)
 	versions := readVersions(filepath.Join(cfg.Opt, "versions.json"))
 	d := &driver{cfg: cfg, files: files, timeout: timeout,
-		ws: &sast.Workspace{Src: src, Out: cfg.Out, Opt: cfg.Opt, Home: cfg.Home, Path: cfg.Path}}
+		ws: &sast.Workspace{Src: src, Changed: changed, Out: cfg.Out, Opt: cfg.Opt, Home: cfg.Home, Path: cfg.Path}}
 	tools := req.Tools
 	if len(tools) == 0 {
 		tools = sast.Tools
 	}
-	m := sast.Manifest{Version: 1, Root: src}
+	m := sast.Manifest{Version: sast.RequestVersion, Root: src}
 	for _, t := range sast.Tools {
 		if slices.Contains(tools, t) {
 			m.Tools = append(m.Tools, sast.ToolRun{Tool: t})
@@ -172,8 +180,8 @@ func readRequest(name string) (*sast.Request, error) {
 	if err := dec.Decode(&req); err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
-	if req.Version != 1 {
-		return nil, fmt.Errorf("request: version %d, want 1", req.Version)
+	if req.Version != sast.RequestVersion {
+		return nil, fmt.Errorf("request: version %d, want %d", req.Version, sast.RequestVersion)
 	}
 	for _, t := range req.Tools {
 		if !t.Valid() {
@@ -183,38 +191,57 @@ func readRequest(name string) (*sast.Request, error) {
 	return &req, nil
 }
 
-// checkFiles keeps the request's files that are clean relative paths of
-// regular files in src (the snapshot has no links); anything else is an
-// error, as the host built both.
-func checkFiles(src string, names []string) ([]string, error) {
-	if len(names) > maxFiles {
-		return nil, fmt.Errorf("request: %d files, at most %d", len(names), maxFiles)
+// checkFiles turns the request's files into targets: each one's neutral
+// name must be a regular file in changed, and its Src, when it has one, a
+// clean relative path of a regular file in src (the snapshot has no
+// links). Anything else is an error, as the host built both.
+func checkFiles(changed, src string, files []sast.ScanFile) ([]sast.Target, error) {
+	if len(files) > maxFiles {
+		return nil, fmt.Errorf("request: %d files, at most %d", len(files), maxFiles)
 	}
-	root, err := os.OpenRoot(src)
+	croot, err := os.OpenRoot(changed)
+	if err != nil && len(files) > 0 {
+		return nil, fmt.Errorf("changed files: %w", err)
+	}
+	if croot != nil {
+		defer croot.Close()
+	}
+	sroot, err := os.OpenRoot(src)
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	defer root.Close()
-	seen := make(map[string]bool, len(names))
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if !ValidPath(n) {
-			return nil, fmt.Errorf("request: bad path %q", n)
-		}
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
+	defer sroot.Close()
+	regular := func(root *os.Root, n string) error {
 		fi, err := root.Lstat(n)
 		if err != nil {
-			return nil, fmt.Errorf("request: %w", err)
+			return fmt.Errorf("request: %w", err)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("request: %q is not a regular file", n)
+			return fmt.Errorf("request: %q is not a regular file", n)
 		}
-		out = append(out, n)
+		return nil
 	}
-	slices.Sort(out)
+	seen := map[string]bool{}
+	out := make([]sast.Target, 0, len(files))
+	for i, f := range files {
+		if f.Ext != sast.NeutralExt("f"+f.Ext) {
+			return nil, fmt.Errorf("request: bad extension %q", f.Ext)
+		}
+		t := sast.Target{Index: i, Neutral: sast.NeutralName(i, f.Ext), Src: f.Src}
+		if err := regular(croot, t.Neutral); err != nil {
+			return nil, err
+		}
+		if t.Src != "" {
+			if !ValidPath(t.Src) || seen[t.Src] {
+				return nil, fmt.Errorf("request: bad path %q", t.Src)
+			}
+			seen[t.Src] = true
+			if err := regular(sroot, t.Src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, t)
+	}
 	return out, nil
 }
 
@@ -245,7 +272,7 @@ func readVersions(name string) map[string]string {
 type driver struct {
 	cfg     Config
 	ws      *sast.Workspace
-	files   []string
+	files   []sast.Target
 	timeout time.Duration
 }
 
@@ -255,7 +282,12 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 	start := time.Now()
 	defer func() { r.DurationMillis = time.Since(start).Milliseconds() }()
 	s := sast.ScannerOf(t)
-	files := s.Pick(d.files)
+	var files []sast.Target
+	for _, f := range d.files {
+		if s.Covers(f.Neutral) {
+			files = append(files, f)
+		}
+	}
 	var inv *sast.Invocation
 	err := s.Installed(d.ws)
 	if err == nil && len(files) > 0 {
@@ -273,6 +305,7 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 		return r
 	}
 	r.Files = inv.Files
+	r.NotCovered = inv.NotCovered
 	for _, c := range inv.Cmds {
 		res := d.exec(ctx, c)
 		r.ExitCode = res.exitCode
@@ -290,10 +323,12 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 		}
 	}
 	if inv.Finish != nil {
-		if err := inv.Finish(); err != nil {
+		notes, err := inv.Finish()
+		if err != nil {
 			r.Status, r.Error = sast.StatusFailed, err.Error()
 			return r
 		}
+		r.NotCovered = append(r.NotCovered, notes...)
 	}
 	if fi, err := os.Stat(d.ws.OutPath(t)); err != nil || !fi.Mode().IsRegular() {
 		r.Status, r.Error = sast.StatusFailed, "the tool wrote no report"
@@ -325,6 +360,14 @@ func (d *driver) exec(ctx context.Context, c sast.Command) execResult {
 	cmd.WaitDelay = 5 * time.Second
 	stderr := &tailBuffer{max: maxStderrBytes}
 	cmd.Stderr = stderr
+	if c.Stderr != "" {
+		f, err := os.OpenFile(c.Stderr, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return execResult{err: err}
+		}
+		defer f.Close()
+		cmd.Stderr = io.MultiWriter(stderr, &capWriter{w: f, n: maxLogBytes})
+	}
 	if c.Stdout != "" {
 		f, err := os.OpenFile(c.Stdout, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
@@ -350,6 +393,20 @@ func (d *driver) exec(ctx context.Context, c sast.Command) execResult {
 		res.err = err
 	}
 	return res
+}
+
+// capWriter writes the first n bytes to w and drops the rest.
+type capWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if k := min(len(p), c.n); k > 0 {
+		c.w.Write(p[:k])
+		c.n -= k
+	}
+	return len(p), nil
 }
 
 // tailBuffer keeps the last max bytes written to it.
