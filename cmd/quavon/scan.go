@@ -24,9 +24,14 @@ the files the current branch changed: the head commit against its merge base
 with --base. Only findings on changed lines (± --context) are reported.
 Repository configuration and inline suppressions are ignored.
 
-Exit status: 0 no finding at or above --fail-on; 1 findings at or above
---fail-on; 3 a scanner failed, timed out or is missing from the image (and
-no finding failed the scan); 2 any other error.`
+Every changed file goes through every scanner of its language, or is listed
+with the reason it was not (a cap, a link, a file or package a scanner could
+not read, a scanner that failed): the scan is then incomplete, in every
+output format.
+
+Exit status: 0 no finding at or above --fail-on and the scan complete; 1
+findings at or above --fail-on; 3 the scan is incomplete (and no finding
+failed it); 2 any other error.`
 
 // Exit codes of quavon scan beyond 0 and 1.
 const (
@@ -105,8 +110,8 @@ func runScan(ctx context.Context, o *scanOptions) error {
 	if err != nil {
 		return &exitStatus{code: exitError, err: err}
 	}
-	fmt.Fprintf(stderr, "quavon scan: %s...%s (merge base %.12s): %d changed file(s) to scan, %d for context, %d skipped\n",
-		plan.Base, "HEAD", plan.MergeBase, len(plan.Files), len(plan.Context), len(plan.Skipped))
+	fmt.Fprintf(stderr, "quavon scan: %s...%s (merge base %.12s): %d changed file(s) to scan, %d for context, %d left out\n",
+		plan.Base, "HEAD", plan.MergeBase, len(plan.Files), len(plan.Context), len(plan.NotScanned))
 	var out *scan.Outcome
 	if len(plan.Files) == 0 {
 		out, err = scan.Run(ctx, nil, plan, opt)
@@ -145,7 +150,7 @@ func runScan(ctx context.Context, o *scanOptions) error {
 		return &exitStatus{code: exitFindings, err: fmt.Errorf("%d finding(s) at or above %s", n, o.FailOn)}
 	}
 	if out.Incomplete() {
-		return &exitStatus{code: exitIncomplete, err: errors.New("the scan is incomplete: a scanner failed, timed out or is missing (see above)")}
+		return &exitStatus{code: exitIncomplete, err: errors.New("the scan is " + out.Report.Summary() + " (listed in the output)")}
 	}
 	return nil
 }

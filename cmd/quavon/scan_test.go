@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -112,6 +114,40 @@ func TestScanRefusesBadInput(t *testing.T) {
 	} {
 		if code := scanExitCode(run(context.Background(), args, nil, &bytes.Buffer{}, &bytes.Buffer{})); code != exitError {
 			t.Errorf("%q: exit %d, want %d", args, code, exitError)
+		}
+	}
+}
+
+// An incomplete scan exits 3, and every output format lists what was not
+// fully scanned with its reason.
+func TestScanIncomplete(t *testing.T) {
+	testenv.Program(t, "redis-server")
+	testenv.Docker(t)
+	env := []string{"QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.ImagesLock(t),
+		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)}
+	dir := gitRepo(t)
+	testenv.Git(t, dir, "checkout", "-q", "-b", "more")
+	if err := os.Symlink("app.py", filepath.Join(dir, "link.py")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Git(t, dir, "add", "-A")
+	testenv.Git(t, dir, "commit", "-q", "-m", "link")
+	for _, format := range []string{"text", "json", "sarif"} {
+		var out bytes.Buffer
+		err := run(context.Background(), []string{"scan", "-C", dir, "--base", "main", "--tools", "bandit", "--fail-on", "none",
+			"--format", format}, env, &out, &bytes.Buffer{})
+		if code := scanExitCode(err); code != exitIncomplete {
+			t.Fatalf("%s: exit %d (%v), want %d", format, code, err, exitIncomplete)
+		}
+		want := map[string][]string{
+			"text":  {"incomplete: 1 changed file(s) not fully scanned", "link.py: not scanned: a symbolic link"},
+			"json":  {`"notScanned": [`, `"path": "link.py"`, `"reason": "a symbolic link`},
+			"sarif": {`"name":"quavon"`, `"executionSuccessful":false`, `"uri":"link.py"`, "Not scanned: a symbolic link"},
+		}[format]
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s output lacks %q:\n%s", format, w, out.String())
+			}
 		}
 	}
 }

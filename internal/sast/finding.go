@@ -37,6 +37,10 @@ type Finding struct {
 	CWE string `json:"cwe,omitempty"`
 	// Fingerprint is set by Normalise (see fingerprint).
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Unmapped says why the tool's line numbers could not be mapped onto
+	// the file's lines (lines.go); the lines are then the tool's own and
+	// the finding is kept whatever the change.
+	Unmapped string `json:"unmappedLines,omitempty"`
 }
 
 // Parsed is what one tool's report holds.
@@ -45,6 +49,9 @@ type Parsed struct {
 	// ToolErrors are the tool's own error reports (a file it could not
 	// parse) and entries the parser dropped as invalid; untrusted text.
 	ToolErrors []string
+	// FileErrors maps each file the tool reported an error for (so did
+	// not fully scan) to its first error, sanitised.
+	FileErrors map[string]string
 }
 
 // Caps on untrusted tool output.
@@ -80,9 +87,16 @@ func (s Severity) Valid() bool { _, ok := severityRank[s]; return ok }
 
 // Validate reports why f is not a finding Parse may return, or nil.
 func (f Finding) Validate() error {
-	switch {
-	case !f.Tool.Valid():
+	if !f.Tool.Valid() {
 		return fmt.Errorf("unknown tool %q", f.Tool)
+	}
+	return f.validateFields()
+}
+
+// validateFields is Validate without the tool, which the parsers know (and
+// which would make the scanner table depend on itself).
+func (f Finding) validateFields() error {
+	switch {
 	case !f.Severity.Valid():
 		return fmt.Errorf("unknown severity %q", f.Severity)
 	case f.RuleID == "" || len(f.RuleID) > MaxRuleBytes || len(f.RuleName) > MaxRuleBytes:
@@ -99,7 +113,7 @@ func (f Finding) Validate() error {
 	if p, err := cleanRelPath(f.Path); err != nil || p != f.Path {
 		return fmt.Errorf("bad path %q", f.Path)
 	}
-	for _, s := range []string{f.RuleID, f.RuleName, f.Message, f.HelpURI, f.CWE} {
+	for _, s := range []string{f.RuleID, f.RuleName, f.Message, f.HelpURI, f.CWE, f.Unmapped} {
 		if !utf8.ValidString(s) || strings.ContainsFunc(s, isStripped) {
 			return errors.New("invalid text")
 		}
@@ -215,7 +229,10 @@ func cweID(s string) string {
 type collector struct {
 	tool Tool
 	root string
-	out  Parsed
+	// resolve, when set, maps a path relative to root (a neutral name) to
+	// the file it stands for.
+	resolve func(string) (string, bool)
+	out     Parsed
 	// dropped counts tool errors beyond MaxToolErrors.
 	dropped int
 	full    bool
@@ -230,6 +247,41 @@ func (c *collector) toolError(format string, args ...any) {
 	c.out.ToolErrors = append(c.out.ToolErrors, sanitise(fmt.Sprintf(format, args...), MaxToolErrorBytes))
 }
 
+// path turns a tool's path into the file it names.
+func (c *collector) path(raw string) (string, error) {
+	p, err := relPath(raw, c.root)
+	if err != nil || c.resolve == nil {
+		return p, err
+	}
+	if p, ok := c.resolve(p); ok {
+		return p, nil
+	}
+	return "", errPath
+}
+
+// fileError records a tool's error about one file (line and column 0
+// when it gave none): a tool error, and that file was not fully scanned.
+func (c *collector) fileError(rawPath string, line, col int, msg string) {
+	p, err := c.path(rawPath)
+	if err != nil {
+		p = "(path outside the source root)"
+	}
+	text := fmt.Sprintf("%s: %s", p, msg)
+	if line != 0 || col != 0 {
+		text = fmt.Sprintf("%s:%d:%d: %s", p, line, col, msg)
+	}
+	c.toolError("%s", text)
+	if err != nil {
+		return
+	}
+	if c.out.FileErrors == nil {
+		c.out.FileErrors = map[string]string{}
+	}
+	if _, ok := c.out.FileErrors[p]; !ok && len(c.out.FileErrors) < MaxParsedFindings {
+		c.out.FileErrors[p] = sanitise(msg, MaxToolErrorBytes)
+	}
+}
+
 // add sanitises f, checks it and keeps it; an invalid finding becomes a
 // tool error. It reports false once MaxParsedFindings are kept.
 func (c *collector) add(f Finding, rawPath string) bool {
@@ -237,7 +289,7 @@ func (c *collector) add(f Finding, rawPath string) bool {
 		return false
 	}
 	f.Tool = c.tool
-	p, err := relPath(rawPath, c.root)
+	p, err := c.path(rawPath)
 	if err != nil {
 		c.toolError("%s: finding dropped: path %q is not beneath the source root", c.tool, clip(rawPath, 200))
 		return true
@@ -258,7 +310,7 @@ func (c *collector) add(f Finding, rawPath string) bool {
 		(f.EndLine == f.StartLine && f.EndColumn <= f.StartColumn) {
 		f.EndColumn = 0
 	}
-	if err := f.Validate(); err != nil {
+	if err := f.validateFields(); err != nil {
 		c.toolError("%s: finding dropped in %s: %v", c.tool, p, err)
 		return true
 	}

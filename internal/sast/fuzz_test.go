@@ -1,7 +1,6 @@
 package sast
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -82,32 +81,6 @@ func FuzzParseRuff(f *testing.F) {
 	fuzzParse(f, ToolRuff, "ruff.json")
 }
 
-// FuzzParseUnifiedDiff: no panic; the result is clean paths with sorted,
-// merged, positive ranges.
-func FuzzParseUnifiedDiff(f *testing.F) {
-	if raw, err := os.ReadFile(filepath.Join("testdata", "diff", "git.diff")); err == nil {
-		f.Add(raw)
-	}
-	f.Add([]byte("diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n a\n-b\n+c\n+d\n"))
-	f.Add([]byte("diff --git \"a/\\303\\244\" \"b/\\303\\244\"\n--- /dev/null\n+++ \"b/\\303\\244\"\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n"))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := ParseUnifiedDiff(bytes.NewReader(raw), DiffLimits{MaxBytes: 1 << 20})
-		if err != nil {
-			return
-		}
-		for p, rs := range c {
-			if got, err := cleanRelPath(p); err != nil || got != p {
-				t.Fatalf("path %q", p)
-			}
-			for i, r := range rs {
-				if r.Start < 1 || r.End < r.Start || (i > 0 && r.Start <= rs[i-1].End+1) {
-					t.Fatalf("ranges %v", rs)
-				}
-			}
-		}
-	})
-}
-
 // FuzzSARIF: the SARIF of any parsed report is valid JSON and valid
 // SARIF 2.1.0.
 func FuzzSARIF(f *testing.F) {
@@ -143,5 +116,23 @@ func FuzzSARIF(f *testing.F) {
 			t.Fatalf("invalid JSON: %s", out)
 		}
 		validateSARIF(t, out)
+	})
+}
+
+// FuzzGitleaksSkipped: the log is sandbox output; notes stay within the
+// cap, name valid indexes and carry sanitised, bounded text.
+func FuzzGitleaksSkipped(f *testing.F) {
+	f.Add([]byte("9:20AM DBG skipping binary file mime_type=application/zip path=0/f\n"))
+	f.Add([]byte("9:20AM ERR x path=99999999999/f\n\x1b[0m WRN skipping path=3/f.yml"))
+	f.Fuzz(func(t *testing.T, log []byte) {
+		notes := GitleaksSkipped(log, 5)
+		if len(notes) > 5 {
+			t.Fatalf("%d notes", len(notes))
+		}
+		for _, n := range notes {
+			if n.File < 0 || len(n.Reason) > 220 || strings.ContainsFunc(n.Reason, isStripped) {
+				t.Fatalf("%+v", n)
+			}
+		}
 	})
 }

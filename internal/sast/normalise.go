@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,8 +20,21 @@ type Input struct {
 	// Outputs holds each tool's raw report (artefact OutputArtefact(tool)).
 	Outputs map[Tool][]byte
 	// Root is the source root the tools ran in; "" means Manifest.Root.
+	// The neutral names (ChangedDir) are beside it.
 	Root string
-	// Changed is the change (ParseUnifiedDiff).
+	// Files are the request's files, by the paths that findings and
+	// Report.NotScanned name them with, in request order. Tools given
+	// neutral names report them; they are mapped back through Files.
+	// Without Files (fixtures of tools run on a repository by hand) every
+	// tool's paths are taken as repository paths beneath Root.
+	Files []string
+	// Exts are the files' extensions as in the request (NeutralExt of
+	// their repository paths); nil means NeutralExt of Files.
+	Exts []string
+	// NotScanned are the changed files the host left out (caps, links),
+	// reported first.
+	NotScanned []NotScanned
+	// Changed is the change (ChangedLineRanges of each file).
 	Changed ChangedLines
 	// Source returns the head-version content of a file, for fingerprints;
 	// nil, or false, falls back to the finding's message.
@@ -54,11 +68,26 @@ const (
 	maxSnippetLines = 200
 )
 
+// NotScanned is a changed file that a tool which covers it did not fully
+// scan, or that no tool was given (Tool ""), and why. Any of them makes
+// the scan incomplete.
+type NotScanned struct {
+	Path   string `json:"path"`
+	Tool   Tool   `json:"tool,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// MaxNotScanned caps Report.NotScanned; NotScannedDropped counts the rest.
+const MaxNotScanned = 2000
+
 // Report is the normalised result of one scan.
 type Report struct {
 	// Tools is each known tool of the manifest, in manifest order, with
-	// the status after parsing (ok can become failed).
+	// the status after parsing (ok can become partial or failed).
 	Tools []ToolRun `json:"tools"`
+	// NotScanned lists what was not fully scanned, with the reason.
+	NotScanned        []NotScanned `json:"notScanned"`
+	NotScannedDropped int          `json:"notScannedDropped,omitempty"`
 	// Findings on changed lines (± context), deduplicated, most severe
 	// first, at most MaxFindings.
 	Findings []Finding `json:"findings"`
@@ -68,6 +97,32 @@ type Report struct {
 	OutsideChange int `json:"outsideChange"`
 }
 
+// Incomplete reports whether anything the scan should have covered was
+// not fully scanned: a tool that did not finish (failed, missing, timed
+// out, partial) or a changed file in NotScanned. A report that is not
+// incomplete means every changed file went through every tool of its
+// language; "no findings" is only worth something then.
+func (r *Report) Incomplete() bool {
+	if len(r.NotScanned) > 0 || r.NotScannedDropped > 0 {
+		return true
+	}
+	for _, t := range r.Tools {
+		if t.Status != StatusOK && t.Status != StatusNoFiles {
+			return true
+		}
+	}
+	return false
+}
+
+// notScanned adds an entry under the cap.
+func (r *Report) notScanned(n NotScanned) {
+	if len(r.NotScanned) >= MaxNotScanned {
+		r.NotScannedDropped++
+		return
+	}
+	r.NotScanned = append(r.NotScanned, n)
+}
+
 // Normalise turns the driver's output into a Report (spec SC2):
 //
 //  1. each tool keeps the manifest's status, except that a tool with
@@ -75,11 +130,20 @@ type Report struct {
 //     unknown tools and repeated entries are dropped; an expected tool the
 //     manifest leaves out is failed; tool errors found in a report go to
 //     ToolRun.Errors;
-//  2. every finding gets a fingerprint (see fingerprint);
-//  3. findings whose lines do not meet a changed range of their file,
+//  2. coverage: every file of Files that a tool covers and did not fully
+//     scan goes to NotScanned with the reason (the driver's notes, the
+//     tool's errors about the file or its package, or the tool's failure),
+//     after the host's own entries; a tool that ran but left any of its
+//     files unscanned, or reported any error, is partial;
+//  3. every finding's lines are mapped from the tool's numbering onto
+//     Quavon's (lines.go); a finding whose lines cannot be mapped keeps
+//     the tool's numbers and says why in Unmapped;
+//  4. every finding gets a fingerprint (see fingerprint);
+//  5. findings whose lines do not meet a changed range of their file,
 //     widened by ContextLines, are counted in OutsideChange and dropped;
-//  4. findings with equal fingerprints are merged;
-//  5. the rest are sorted by severity, path, line, tool and rule, and the
+//     an Unmapped finding in a changed file is always kept;
+//  6. findings with equal fingerprints are merged;
+//  7. the rest are sorted by severity, path, line, tool and rule, and the
 //     first MaxFindings kept; Dropped counts the others.
 func Normalise(in Input, opt Options) Report {
 	ctxLines := min(max(opt.ContextLines, 0), MaxContextLines)
@@ -92,40 +156,124 @@ func Normalise(in Input, opt Options) Report {
 	if root == "" {
 		root = in.Manifest.Root
 	}
+	changedRoot := path.Join(path.Dir(path.Clean(root)), ChangedDir)
+	index := make(map[string]int, len(in.Files))
+	for i, f := range in.Files {
+		index[f] = i
+	}
+	exts := in.Exts
+	if len(exts) != len(in.Files) {
+		exts = make([]string, len(in.Files))
+		for i, f := range in.Files {
+			exts[i] = NeutralExt(f)
+		}
+	}
 
-	rep := Report{Tools: []ToolRun{}, Findings: []Finding{}}
+	rep := Report{Tools: []ToolRun{}, Findings: []Finding{}, NotScanned: []NotScanned{}}
+	for _, n := range in.NotScanned {
+		rep.notScanned(NotScanned{Path: n.Path, Tool: n.Tool, Reason: sanitise(n.Reason, maxRunText)})
+	}
 	src := newSourceCache(in.Source)
 	seenTool := map[Tool]bool{}
-	var all []Finding
+	var runs []ToolRun
 	for _, run := range in.Manifest.Tools {
 		if !run.Tool.Valid() || seenTool[run.Tool] {
 			continue
 		}
 		seenTool[run.Tool] = true
-		run = sanitiseRun(run)
-		if run.Status == StatusOK {
-			raw, ok := in.Outputs[run.Tool]
-			if !ok {
-				run.Status, run.Error = StatusFailed, "the tool's report "+OutputArtefact(run.Tool)+" is missing"
-			} else if parsed, err := Parse(run.Tool, raw, root); err != nil {
-				run.Status, run.Error = StatusFailed, clip(sanitise(err.Error(), maxRunText), maxRunText)
-			} else {
-				run.Errors = parsed.ToolErrors
-				all = append(all, fingerprintAll(parsed.Findings, src)...)
-			}
-		}
-		rep.Tools = append(rep.Tools, run)
+		runs = append(runs, sanitiseRun(run))
 	}
 	for _, t := range in.Expected {
 		if t.Valid() && !seenTool[t] {
 			seenTool[t] = true
-			rep.Tools = append(rep.Tools, ToolRun{Tool: t, Status: StatusFailed, Error: "the driver's manifest does not mention this tool"})
+			runs = append(runs, ToolRun{Tool: t, Status: StatusFailed, Error: "the driver's manifest does not mention this tool"})
 		}
 	}
+	var all []Finding
+	for _, run := range runs {
+		s := ScannerOf(run.Tool)
+		var covered []int
+		if in.Files != nil {
+			covered = s.Pick(exts)
+			switch {
+			case run.Status == StatusOK && run.Files != len(covered):
+				run.Status, run.Error = StatusFailed, fmt.Sprintf("the driver gave the tool %d of the %d files it covers", run.Files, len(covered))
+			case run.Status == StatusNoFiles && len(covered) > 0:
+				run.Status, run.Error = StatusFailed, fmt.Sprintf("the driver gave the tool none of the %d files it covers", len(covered))
+			}
+		}
+		notes := map[string]string{}
+		if run.Status == StatusOK {
+			raw, ok := in.Outputs[run.Tool]
+			c := &collector{tool: run.Tool, root: root}
+			if s.Neutral && in.Files != nil {
+				c.root = changedRoot
+				c.resolve = func(p string) (string, bool) {
+					i, ok := NeutralIndex(p)
+					if !ok || i >= len(in.Files) {
+						return "", false
+					}
+					return in.Files[i], true
+				}
+			}
+			if !ok {
+				run.Status, run.Error = StatusFailed, "the tool's report "+OutputArtefact(run.Tool)+" is missing"
+			} else if parsed, err := parseWith(c, raw); err != nil {
+				run.Status, run.Error = StatusFailed, clip(sanitise(err.Error(), maxRunText), maxRunText)
+			} else {
+				run.Errors = parsed.ToolErrors
+				for _, f := range parsed.Findings {
+					all = append(all, src.mapLines(f, s))
+				}
+				for _, n := range run.NotCovered {
+					if n.File >= 0 && n.File < len(in.Files) && slices.Contains(covered, n.File) {
+						addNote(notes, in.Files[n.File], n.Reason)
+					}
+				}
+				for _, p := range sortedKeys(parsed.FileErrors) {
+					if _, changed := index[p]; changed || in.Files == nil {
+						addNote(notes, p, parsed.FileErrors[p])
+						continue
+					}
+					// An error in a file of the same package (Go context)
+					// leaves the package's changed files partly checked.
+					for _, i := range covered {
+						if path.Dir(in.Files[i]) == path.Dir(p) {
+							addNote(notes, in.Files[i], "an error in "+p+" of the same package: "+parsed.FileErrors[p])
+						}
+					}
+				}
+				if len(notes) > 0 || len(run.Errors) > 0 {
+					run.Status = StatusPartial
+				}
+			}
+		}
+		switch run.Status {
+		case StatusFailed, StatusMissing, StatusTimedOut:
+			why := string(run.Status)
+			if run.Error != "" {
+				why += ": " + run.Error
+			}
+			for _, i := range covered {
+				addNote(notes, in.Files[i], why)
+			}
+		}
+		for _, p := range sortedKeys(notes) {
+			rep.notScanned(NotScanned{Path: p, Tool: run.Tool, Reason: clip(sanitise(notes[p], maxRunText), maxRunText)})
+		}
+		run.NotCovered = nil // now in rep.NotScanned
+		rep.Tools = append(rep.Tools, run)
+	}
+	all = fingerprintAll(all, src)
 
 	seen := map[string]bool{}
 	var kept []Finding
 	for _, f := range all {
+		_, changed := index[f.Path]
+		if f.Unmapped != "" && (changed || len(in.Changed[f.Path]) > 0) {
+			kept = append(kept, f)
+			continue
+		}
 		if !in.Changed.Contains(f.Path, f.StartLine, f.EndLine, ctxLines) {
 			rep.OutsideChange++
 			continue
@@ -147,6 +295,13 @@ func Normalise(in Input, opt Options) Report {
 	return rep
 }
 
+// addNote keeps the first reason given for a file.
+func addNote(notes map[string]string, p, why string) {
+	if _, ok := notes[p]; !ok {
+		notes[p] = why
+	}
+}
+
 // compareFindings orders by severity (most severe first), path, line,
 // tool, rule, then the remaining fields for a total order.
 func compareFindings(a, b Finding) int {
@@ -165,7 +320,7 @@ func compareFindings(a, b Finding) int {
 }
 
 var knownStatus = map[Status]bool{
-	StatusOK: true, StatusFailed: true, StatusMissing: true, StatusTimedOut: true, StatusNoFiles: true,
+	StatusOK: true, StatusPartial: true, StatusFailed: true, StatusMissing: true, StatusTimedOut: true, StatusNoFiles: true,
 }
 
 // sanitiseRun bounds the driver's free text and refuses unknown statuses.
@@ -178,7 +333,16 @@ func sanitiseRun(r ToolRun) ToolRun {
 	r.Output = sanitise(r.Output, 200)
 	r.Stderr = clip(strings.ToValidUTF8(r.Stderr, "\uFFFD"), maxRunText)
 	r.Error = sanitise(r.Error, maxRunText)
-	r.Errors = nil // only the host's parse sets it
+	r.Errors = nil                 // only the host's parse sets it
+	if r.Status == StatusPartial { // the host decides what is partial
+		r.Status = StatusOK
+	}
+	if len(r.NotCovered) > MaxNotScanned {
+		r.NotCovered = r.NotCovered[:MaxNotScanned]
+	}
+	for i := range r.NotCovered {
+		r.NotCovered[i].Reason = sanitise(r.NotCovered[i].Reason, MaxToolErrorBytes)
+	}
 	return r
 }
 
@@ -237,29 +401,88 @@ func fingerprintAll(fs []Finding, src *sourceCache) []Finding {
 	return out
 }
 
-// sourceCache reads each file once and splits it into lines.
+// sourceCache reads each file once (as Text returns it) and splits it
+// into lines.
 type sourceCache struct {
 	read  func(string) ([]byte, bool)
+	texts map[string][]byte
 	files map[string][][]byte
+	maps  map[lineMapKey]*lineMap
+}
+
+type lineMapKey struct {
+	path string
+	tool Tool
 }
 
 func newSourceCache(read func(string) ([]byte, bool)) *sourceCache {
-	return &sourceCache{read: read, files: map[string][][]byte{}}
+	return &sourceCache{read: read, texts: map[string][]byte{}, files: map[string][][]byte{}, maps: map[lineMapKey]*lineMap{}}
+}
+
+// text returns the file as the tools saw it; false when it is unavailable.
+func (s *sourceCache) text(p string) ([]byte, bool) {
+	if s.read == nil {
+		return nil, false
+	}
+	if t, ok := s.texts[p]; ok {
+		return t, t != nil
+	}
+	var t []byte
+	if data, ok := s.read(p); ok {
+		t, _ = Text(data)
+		if t == nil {
+			t = []byte{}
+		}
+	}
+	s.texts[p] = t
+	return t, t != nil
 }
 
 func (s *sourceCache) lines(p string) [][]byte {
-	if s.read == nil {
-		return nil
-	}
 	if ls, ok := s.files[p]; ok {
 		return ls
 	}
 	var ls [][]byte
-	if data, ok := s.read(p); ok {
-		ls = bytes.Split(data, []byte("\n"))
+	if t, ok := s.text(p); ok {
+		ls = bytes.Split(t, []byte("\n"))
 	}
 	s.files[p] = ls
 	return ls
+}
+
+// mapLines maps f's lines from its tool's numbering onto Quavon's (see
+// lines.go). Columns are kept only where the tool's line starts where
+// Quavon's does. Without the file's text the tool's numbers stay.
+func (s *sourceCache) mapLines(f Finding, sc *Scanner) Finding {
+	t, ok := s.text(f.Path)
+	if !ok {
+		return f
+	}
+	k := lineMapKey{f.Path, sc.Tool}
+	m := s.maps[k]
+	if m == nil {
+		terms, why := sc.numbering(t)
+		m = newLineMap(t, terms, why)
+		s.maps[k] = m
+	}
+	if m.why != "" {
+		f.Unmapped = m.why
+		return f
+	}
+	start, exactStart, ok1 := m.line(f.StartLine)
+	end, exactEnd, ok2 := m.line(f.EndLine)
+	if !ok1 || !ok2 {
+		f.Unmapped = fmt.Sprintf("%s reports line %d, but the file has %d lines as %s counts them", sc.Tool, f.EndLine, len(m.theirs), sc.Tool)
+		if !ok1 {
+			f.Unmapped = fmt.Sprintf("%s reports line %d, but the file has %d lines as %s counts them", sc.Tool, f.StartLine, len(m.theirs), sc.Tool)
+		}
+		return f
+	}
+	if !exactStart || !exactEnd || start != f.StartLine || end != f.EndLine {
+		f.StartColumn, f.EndColumn = 0, 0
+	}
+	f.StartLine, f.EndLine = start, end
+	return f
 }
 
 // snippet is the finding's source lines, whitespace collapsed and
@@ -278,4 +501,27 @@ func (s *sourceCache) snippet(f Finding) string {
 		}
 	}
 	return "m:" + strings.Join(strings.Fields(f.Message), " ")
+}
+
+// Summary is the report's coverage in one line, for the CLI, the review
+// summary and the check run: "complete: …" or "incomplete: …" with what
+// was not fully scanned, counted.
+func (r *Report) Summary() string {
+	if !r.Incomplete() {
+		return "complete: every changed file was scanned by every tool that covers it"
+	}
+	files := map[string]bool{}
+	for _, n := range r.NotScanned {
+		files[n.Path] = true
+	}
+	var parts []string
+	if n := len(files) + r.NotScannedDropped; n > 0 {
+		parts = append(parts, fmt.Sprintf("%d changed file(s) not fully scanned", n))
+	}
+	for _, t := range r.Tools {
+		if t.Status != StatusOK && t.Status != StatusNoFiles {
+			parts = append(parts, fmt.Sprintf("%s %s", t.Tool, t.Status))
+		}
+	}
+	return "incomplete: " + strings.Join(parts, "; ")
 }

@@ -95,10 +95,31 @@ func TestNormaliseFixtures(t *testing.T) {
 	if len(rep.Tools) != len(Tools) {
 		t.Fatalf("tools %+v", rep.Tools)
 	}
+	// The fixtures hold files the tools could not parse: those tools are
+	// partial, and the files are listed.
 	for _, tr := range rep.Tools {
-		if tr.Status != StatusOK {
-			t.Errorf("%s: status %s (%s)", tr.Tool, tr.Status, tr.Error)
+		want := StatusPartial
+		if tr.Tool == ToolASTGrep || tr.Tool == ToolGitleaks {
+			want = StatusOK
 		}
+		if tr.Status != want {
+			t.Errorf("%s: status %s (%s), want %s", tr.Tool, tr.Status, tr.Error, want)
+		}
+	}
+	notScanned := map[NotScanned]bool{}
+	for _, n := range rep.NotScanned {
+		notScanned[NotScanned{Path: n.Path, Tool: n.Tool}] = true
+	}
+	for _, n := range []NotScanned{
+		{Path: "app/broken.py", Tool: ToolBandit}, {Path: "app/broken.py", Tool: ToolRuff},
+		{Path: "app/web/broken.js", Tool: ToolESLint}, {Path: "svc/cmd/tool/tool.go", Tool: ToolGosec},
+	} {
+		if !notScanned[n] {
+			t.Errorf("%s not listed as not scanned by %s: %+v", n.Path, n.Tool, rep.NotScanned)
+		}
+	}
+	if !rep.Incomplete() {
+		t.Error("a report with partial tools is not incomplete")
 	}
 	errs := map[Tool][]string{}
 	for _, tr := range rep.Tools {
@@ -356,5 +377,88 @@ func TestNormaliseUntrustedRun(t *testing.T) {
 	}
 	if out, _ := json.Marshal(rep); !strings.Contains(string(out), `"findings":[]`) {
 		t.Errorf("empty findings not an array: %s", out)
+	}
+}
+
+// Coverage: every file a tool covers and did not fully scan is listed with
+// its reason, and the tool is partial; a tool that did not finish lists
+// all its files; the driver claiming fewer files than it was given is a
+// failure; lines are mapped from the tool's numbering; a finding whose
+// numbering cannot be mapped is kept and marked.
+func TestNormaliseCoverage(t *testing.T) {
+	t.Parallel()
+	files := []string{"a.py", "b.js", "c.go", "d.txt", "e.py"}
+	src := map[string]string{
+		"a.py":  "import os\nos.system(x)\n",
+		"b.js":  "var a;\u2028var b;\neval(x)\n", // ESLint's line 3 is our line 2
+		"c.go":  "package c\n",
+		"d.txt": "x\n",
+		"e.py":  "# coding: utf-7\n+AAo-import os\n",
+	}
+	eslint := `[{"filePath":"/work/changed/1/f.js","messages":[{"ruleId":"no-eval","severity":2,"message":"eval","line":3,"column":1,"endLine":3,"endColumn":5}]}]`
+	bandit := `{"errors":[{"filename":"0/f.py","reason":"exception while scanning file"}],"results":[` +
+		`{"test_id":"B605","issue_severity":"HIGH","issue_text":"shell","filename":"4/f.py","line_number":3,"line_range":[3]}]}`
+	in := Input{
+		Manifest: Manifest{Tools: []ToolRun{
+			{Tool: ToolBandit, Status: StatusOK, Files: 2},
+			{Tool: ToolESLint, Status: StatusOK, Files: 1},
+			{Tool: ToolGosec, Status: StatusTimedOut, Files: 1, Error: "killed after 1s"},
+			{Tool: ToolGitleaks, Status: StatusOK, Files: 4, NotCovered: []FileNote{{3, "gitleaks: skipping binary file"}, {99, "bogus"}}},
+			{Tool: ToolRuff, Status: StatusOK, Files: 2},
+		}},
+		Outputs: map[Tool][]byte{ToolBandit: []byte(bandit), ToolESLint: []byte(eslint), ToolGitleaks: []byte("[]"), ToolRuff: []byte("[]")},
+		Root:    "/work/src", Files: files,
+		NotScanned: []NotScanned{{Path: "big.js", Reason: "over the per-file cap"}},
+		Changed:    ChangedLines{"a.py": {{1, 2}}, "b.js": {{2, 2}}, "c.go": {{1, 1}}, "d.txt": {{1, 1}}, "e.py": {{1, 1}}},
+		Source:     func(p string) ([]byte, bool) { s, ok := src[p]; return []byte(s), ok },
+	}
+	rep := Normalise(in, Options{MaxFindings: 50})
+	status := map[Tool]Status{}
+	for _, tr := range rep.Tools {
+		status[tr.Tool] = tr.Status
+	}
+	want := map[Tool]Status{ToolBandit: StatusPartial, ToolESLint: StatusOK, ToolGosec: StatusTimedOut,
+		ToolGitleaks: StatusFailed, ToolRuff: StatusOK}
+	for tool, st := range want {
+		if status[tool] != st {
+			t.Errorf("%s: %s, want %s", tool, status[tool], st)
+		}
+	}
+	listed := map[NotScanned]bool{}
+	for _, n := range rep.NotScanned {
+		listed[NotScanned{Path: n.Path, Tool: n.Tool}] = true
+	}
+	for _, n := range []NotScanned{
+		{Path: "big.js"}, {Path: "a.py", Tool: ToolBandit}, {Path: "c.go", Tool: ToolGosec},
+		{Path: "a.py", Tool: ToolGitleaks}, {Path: "d.txt", Tool: ToolGitleaks}, // gitleaks claimed 4 of 5 files: failed
+	} {
+		if !listed[n] {
+			t.Errorf("%+v not listed: %+v", n, rep.NotScanned)
+		}
+	}
+	if !rep.Incomplete() || !strings.HasPrefix(rep.Summary(), "incomplete: ") {
+		t.Errorf("summary %q", rep.Summary())
+	}
+	var js, utf7 *Finding
+	for i, f := range rep.Findings {
+		switch f.Path {
+		case "b.js":
+			js = &rep.Findings[i]
+		case "e.py":
+			utf7 = &rep.Findings[i]
+		}
+	}
+	if js == nil || js.StartLine != 2 || js.StartColumn != 0 || js.Unmapped != "" {
+		t.Errorf("ESLint's line 3 after U+2028 is not our line 2: %+v", js)
+	}
+	if utf7 == nil || utf7.Unmapped == "" || utf7.StartLine != 3 {
+		t.Errorf("the finding in the UTF-7 file is not kept and marked: %+v", utf7)
+	}
+
+	// Complete: every tool ok or without files, nothing listed.
+	ok := Normalise(Input{Manifest: Manifest{Tools: []ToolRun{{Tool: ToolRuff, Status: StatusOK, Files: 1}, {Tool: ToolGosec, Status: StatusNoFiles}}},
+		Outputs: map[Tool][]byte{ToolRuff: []byte("[]")}, Files: []string{"a.py"}, Changed: ChangedLines{}}, Options{})
+	if ok.Incomplete() || !strings.HasPrefix(ok.Summary(), "complete: ") {
+		t.Errorf("complete report: %q %+v", ok.Summary(), ok)
 	}
 }

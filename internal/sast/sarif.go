@@ -46,7 +46,13 @@ type SARIFOptions struct {
 
 // SARIF renders the normalised report as SARIF 2.1.0 for GitHub code
 // scanning (spec SC3: regenerated from normalised findings, never the raw
-// tool output). There is one run per tool with status ok, in report order.
+// tool output). There is one run per tool with status ok or partial, in
+// report order; each file a tool did not fully scan is an error-level
+// toolExecutionNotification of its run, located at the file. A tool that
+// did not finish gets no run of its own (an empty run would tell GitHub
+// its alerts were fixed): it, and the files no tool was given, are
+// notifications of a last run of the driver "quavon", whose invocation is
+// not successful. A complete scan has no such run.
 // A run over MaxSARIFResults keeps the first (most severe) results and
 // says so in a toolExecutionNotification; more than MaxSARIFRuns runs or a
 // gzipped size over MaxSARIFGzipBytes is an error.
@@ -84,7 +90,7 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{}}
 	done := map[Tool]bool{}
 	for _, tr := range r.Tools {
-		if tr.Status != StatusOK || !tr.Tool.Valid() || done[tr.Tool] {
+		if (tr.Status != StatusOK && tr.Status != StatusPartial) || !tr.Tool.Valid() || done[tr.Tool] {
 			continue
 		}
 		done[tr.Tool] = true
@@ -97,7 +103,7 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 			}
 		}
 		run := sarifRun{Tool: sarifTool{Driver: sarifDriver{
-			Name: string(tr.Tool), Version: sanitise(tr.Version, 100), InformationURI: toolInfoURI[tr.Tool],
+			Name: string(tr.Tool), Version: sanitise(tr.Version, 100), InformationURI: ScannerOf(tr.Tool).InfoURI,
 			Rules: []sarifRule{},
 		}}, Results: []sarifResult{}}
 		if run.Tool.Driver.InformationURI == "" {
@@ -106,13 +112,24 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 		if opt.AutomationID != "" {
 			run.AutomationDetails = &sarifAutomation{ID: opt.AutomationID}
 		}
+		var notes []sarifNotification
 		if len(fs) > limit {
-			run.Invocations = []sarifInvocation{{ExecutionSuccessful: true, Notifications: []sarifNotification{{
+			notes = append(notes, sarifNotification{
 				Level: "warning",
 				Message: sarifMessage{Text: fmt.Sprintf("%d results; only the %d most severe are included (GitHub accepts at most %d per run).",
 					len(fs), limit, MaxSARIFResults)},
-			}}}}
+			})
 			fs = fs[:limit]
+		}
+		if tr.Status == StatusPartial {
+			cov := coverageNotes(r, tr.Tool)
+			if len(cov) == 0 {
+				cov = []sarifNotification{{Level: "error", Message: sarifMessage{Text: "The tool reported errors: the scan is incomplete."}}}
+			}
+			notes = append(notes, cov...)
+		}
+		if len(notes) > 0 {
+			run.Invocations = []sarifInvocation{{ExecutionSuccessful: true, Notifications: notes}}
 		}
 		ruleIndex := map[string]int{}
 		for _, f := range fs {
@@ -129,7 +146,7 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 				Message: sarifMessage{Text: orDefault(f.Message, f.RuleID)},
 				Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
 					ArtifactLocation: sarifArtifact{URI: uriEscape(f.Path), URIBaseID: "%SRCROOT%"},
-					Region:           sarifRegion{StartLine: f.StartLine, EndLine: f.EndLine},
+					Region:           &sarifRegion{StartLine: f.StartLine, EndLine: f.EndLine},
 				}}},
 				PartialFingerprints: map[string]string{"quavon/v1": f.Fingerprint},
 			}
@@ -152,6 +169,30 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 		}
 		log.Runs = append(log.Runs, run)
 	}
+	if r.Incomplete() { // what no run of a tool says
+		var notes []sarifNotification
+		for _, tr := range r.Tools {
+			if tr.Status == StatusFailed || tr.Status == StatusMissing || tr.Status == StatusTimedOut {
+				notes = append(notes, sarifNotification{Level: "error", Message: sarifMessage{
+					Text: fmt.Sprintf("%s did not finish (%s): %s", tr.Tool, tr.Status, orDefault(sanitise(tr.Error, maxRunText), "no reason given"))}})
+				notes = append(notes, coverageNotes(r, tr.Tool)...)
+			}
+		}
+		notes = append(notes, coverageNotes(r, "")...)
+		if r.NotScannedDropped > 0 {
+			notes = append(notes, sarifNotification{Level: "error", Message: sarifMessage{
+				Text: fmt.Sprintf("%d more files not fully scanned are not listed.", r.NotScannedDropped)}})
+		}
+		if len(notes) > 0 {
+			run := sarifRun{Tool: sarifTool{Driver: sarifDriver{Name: "quavon", InformationURI: "https://github.com/quavon/quavon",
+				Rules: []sarifRule{}}}, Results: []sarifResult{},
+				Invocations: []sarifInvocation{{ExecutionSuccessful: false, Notifications: notes}}}
+			if opt.AutomationID != "" {
+				run.AutomationDetails = &sarifAutomation{ID: opt.AutomationID}
+			}
+			log.Runs = append(log.Runs, run)
+		}
+	}
 	if len(log.Runs) > MaxSARIFRuns {
 		return nil, fmt.Errorf("sast.SARIF: %w (%d > %d)", ErrSARIFTooManyRuns, len(log.Runs), MaxSARIFRuns)
 	}
@@ -167,20 +208,29 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 	return out, nil
 }
 
+// coverageNotes are the NotScanned entries of tool as notifications.
+func coverageNotes(r Report, tool Tool) []sarifNotification {
+	var out []sarifNotification
+	for _, n := range r.NotScanned {
+		if n.Tool != tool {
+			continue
+		}
+		text := "Not scanned: " + sanitise(n.Reason, maxRunText)
+		if tool != "" {
+			text = "Not fully scanned by " + string(tool) + ": " + sanitise(n.Reason, maxRunText)
+		}
+		out = append(out, sarifNotification{Level: "error", Message: sarifMessage{Text: text},
+			Locations: []sarifLocation{{PhysicalLocation: sarifPhysical{
+				ArtifactLocation: sarifArtifact{URI: uriEscape(n.Path), URIBaseID: "%SRCROOT%"}}}}})
+	}
+	return out
+}
+
 func orDefault(a, b string) string {
 	if a != "" {
 		return a
 	}
 	return b
-}
-
-var toolInfoURI = map[Tool]string{
-	ToolASTGrep:  "https://ast-grep.github.io/",
-	ToolGitleaks: "https://github.com/gitleaks/gitleaks",
-	ToolBandit:   "https://bandit.readthedocs.io/",
-	ToolGosec:    "https://github.com/securego/gosec",
-	ToolESLint:   "https://eslint.org/",
-	ToolRuff:     "https://docs.astral.sh/ruff/",
 }
 
 // sarifLevel maps our severity onto SARIF's result level.
@@ -340,8 +390,9 @@ type sarifInvocation struct {
 }
 
 type sarifNotification struct {
-	Level   string       `json:"level"`
-	Message sarifMessage `json:"message"`
+	Level     string          `json:"level"`
+	Message   sarifMessage    `json:"message"`
+	Locations []sarifLocation `json:"locations,omitempty"`
 }
 
 type sarifTool struct {
@@ -430,7 +481,7 @@ type sarifLocation struct {
 
 type sarifPhysical struct {
 	ArtifactLocation sarifArtifact `json:"artifactLocation"`
-	Region           sarifRegion   `json:"region"`
+	Region           *sarifRegion  `json:"region,omitempty"`
 }
 
 type sarifArtifact struct {

@@ -155,8 +155,16 @@ type sarifDoc struct {
 			ID string `json:"id"`
 		} `json:"automationDetails"`
 		Invocations []struct {
-			Notifications []struct {
-				Message struct{ Text string } `json:"message"`
+			ExecutionSuccessful bool `json:"executionSuccessful"`
+			Notifications       []struct {
+				Message   struct{ Text string } `json:"message"`
+				Locations []struct {
+					PhysicalLocation struct {
+						ArtifactLocation struct {
+							URI string `json:"uri"`
+						} `json:"artifactLocation"`
+					} `json:"physicalLocation"`
+				} `json:"locations"`
 			} `json:"toolExecutionNotifications"`
 		} `json:"invocations"`
 		Results []struct {
@@ -270,10 +278,11 @@ func TestSARIFLimits(t *testing.T) {
 		if len(run.Results) > 2 {
 			t.Errorf("%s: %d results", run.Tool.Driver.Name, len(run.Results))
 		}
-		if len(run.Invocations) > 0 {
-			truncated++
-			if msg := run.Invocations[0].Notifications[0].Message.Text; !strings.Contains(msg, "only the 2 most severe") {
-				t.Errorf("notification %q", msg)
+		for _, inv := range run.Invocations {
+			for _, n := range inv.Notifications {
+				if strings.Contains(n.Message.Text, "only the 2 most severe") {
+					truncated++
+				}
 			}
 		}
 	}
@@ -281,7 +290,8 @@ func TestSARIFLimits(t *testing.T) {
 		t.Error("no run was truncated")
 	}
 
-	// Runs only for tools with status ok.
+	// Runs only for tools with status ok or partial; the others are
+	// notifications of the run of "quavon".
 	rep2 := rep
 	rep2.Tools = append([]ToolRun{}, rep.Tools...)
 	rep2.Tools[0].Status = StatusFailed
@@ -291,8 +301,11 @@ func TestSARIFLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc = sarifDoc{}
-	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Runs) != len(Tools)-2 {
+	if err := json.Unmarshal(out, &doc); err != nil || len(doc.Runs) != len(Tools)-2+1 {
 		t.Errorf("runs %d %v", len(doc.Runs), err)
+	} else if last := doc.Runs[len(doc.Runs)-1]; last.Tool.Driver.Name != "quavon" || len(last.Invocations) != 1 ||
+		last.Invocations[0].ExecutionSuccessful || !strings.Contains(last.Invocations[0].Notifications[0].Message.Text, "did not finish") {
+		t.Errorf("coverage run %+v", last)
 	}
 
 	if _, err := SARIF(rep, SARIFOptions{AutomationID: "a\nb"}); !errors.Is(err, ErrSARIFOption) {

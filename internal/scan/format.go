@@ -59,8 +59,11 @@ func Text(w io.Writer, o *Outcome) error {
 		if f.StartColumn > 0 {
 			loc += fmt.Sprintf(":%d", f.StartColumn)
 		}
-		if _, err := fmt.Fprintf(w, "%s: %s [%s %s] %s\n", clean(loc), f.Severity, f.Tool, clean(f.RuleID),
-			clean(f.Message)); err != nil {
+		msg := clean(f.Message)
+		if f.Unmapped != "" {
+			msg += " [line as " + string(f.Tool) + " numbers it: " + clean(f.Unmapped) + "]"
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s [%s %s] %s\n", clean(loc), f.Severity, f.Tool, clean(f.RuleID), msg); err != nil {
 			return err
 		}
 	}
@@ -81,7 +84,7 @@ func Text(w io.Writer, o *Outcome) error {
 		if t.Files > 0 {
 			line += fmt.Sprintf(", %d file(s)", t.Files)
 		}
-		if t.Status != sast.StatusOK && t.Status != sast.StatusNoFiles {
+		if t.Status != sast.StatusOK && t.Status != sast.StatusNoFiles && t.Status != sast.StatusPartial {
 			if t.Error != "" {
 				line += ": " + clean(t.Error)
 			}
@@ -94,8 +97,16 @@ func Text(w io.Writer, o *Outcome) error {
 		}
 		fmt.Fprintln(w, line)
 	}
-	for _, s := range o.Plan.Skipped {
-		fmt.Fprintf(w, "  skipped %s: %s\n", clean(s.Path), s.Reason)
+	fmt.Fprintln(w, r.Summary())
+	for _, n := range r.NotScanned {
+		who := "not scanned"
+		if n.Tool != "" {
+			who = string(n.Tool)
+		}
+		fmt.Fprintf(w, "  %s: %s: %s\n", clean(n.Path), who, clean(n.Reason))
+	}
+	if r.NotScannedDropped > 0 {
+		fmt.Fprintf(w, "  … and %d more\n", r.NotScannedDropped)
 	}
 	return nil
 }

@@ -59,16 +59,10 @@ type Outcome struct {
 	Artefacts map[string]string `json:"-"`
 }
 
-// Incomplete reports whether any tool that had files to scan did not
-// finish (failed, missing, timed out).
-func (o *Outcome) Incomplete() bool {
-	for _, t := range o.Report.Tools {
-		if t.Status != sast.StatusOK && t.Status != sast.StatusNoFiles {
-			return true
-		}
-	}
-	return false
-}
+// Incomplete reports whether anything of the change was not fully
+// scanned (sast.Report.Incomplete): a changed file left out, or not fully
+// scanned by a tool that covers it, or a tool that did not finish.
+func (o *Outcome) Incomplete() bool { return o.Report.Incomplete() }
 
 // Run scans plan in the sandbox through client.
 func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (*Outcome, error) {
@@ -83,10 +77,9 @@ func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (
 	}
 	out := &Outcome{Plan: plan, Artefacts: map[string]string{}}
 	if len(plan.Files) == 0 {
-		out.Report = &sast.Report{}
-		for _, t := range toolsOf(opt) {
-			out.Report.Tools = append(out.Report.Tools, sast.ToolRun{Tool: t, Status: sast.StatusNoFiles})
-		}
+		rep := sast.Normalise(sast.Input{Files: []string{}, NotScanned: plan.NotScanned, Changed: plan.Changed,
+			Manifest: sast.Manifest{Tools: noFiles(toolsOf(opt))}}, opt.Normalise)
+		out.Report = &rep
 		return out, nil
 	}
 	dir, err := os.MkdirTemp("", "quavon-scan-")
@@ -146,10 +139,20 @@ func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (
 	// The manifest's Root is sandbox output: the host uses its own.
 	rep := sast.Normalise(sast.Input{
 		Manifest: m, Outputs: outputs, Root: SandboxSourceRoot, Changed: plan.Changed, Expected: toolsOf(opt),
+		Files: plan.Files, Exts: plan.exts, NotScanned: plan.NotScanned,
 		Source: func(p string) ([]byte, bool) { return plan.ReadFile(ctx, p) },
 	}, opt.Normalise)
 	out.Report = &rep
 	return out, nil
+}
+
+// noFiles is a manifest's runs for a change with nothing to scan.
+func noFiles(tools []sast.Tool) []sast.ToolRun {
+	var out []sast.ToolRun
+	for _, t := range tools {
+		out = append(out, sast.ToolRun{Tool: t, Status: sast.StatusNoFiles})
+	}
+	return out
 }
 
 func toolsOf(opt Options) []sast.Tool {

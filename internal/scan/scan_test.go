@@ -418,7 +418,7 @@ func TestMissingAndCrashingTools(t *testing.T) {
 	writeFiles(t, ctxDir, map[string]string{"Dockerfile": "FROM " + base + "\nUSER 0\n" +
 		"RUN rm /opt/quavon/tools/bin/gitleaks && printf '#!/bin/sh\\nkill -SEGV $$\\n' > /opt/quavon/tools/bin/gosec\n" +
 		"USER 65532:65532\n"})
-	build := exec.Command("docker", "build", "-q", ctxDir)
+	build := exec.Command("docker", "build", "-q", "--network", "none", ctxDir)
 	build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")
 	id, err := build.Output()
 	if err != nil {

@@ -6,7 +6,13 @@
 // directory, from where the entry program returns them as artefacts.
 //
 // It never decides what is a finding: the host parses the reports
-// (package sast). It decides each tool's status: missing (no binary),
+// (package sast). How each tool is run is in that tool's file in package
+// sast (tool_<name>.go); the driver only executes it. Every tool but
+// gosec gets the changed files under neutral names (changed/<i>/f<ext>),
+// gosec their repository layout (src/). What a tool is not given, or says
+// it skipped, goes into its record as notes (ToolRun.NotCovered), from
+// which the host lists the files not scanned. It decides each
+// tool's status: missing (no binary),
 // no_files (nothing of its language changed), timed_out, failed (an exit
 // code the tool uses for errors, or no report) or ok.
 //
@@ -15,9 +21,9 @@
 //     pyproject.toml, sgconfig.yml): every tool gets Quavon's config
 //     explicitly (-c, --config, --ini, --no-config-lookup; Ruff runs as
 //     WebAssembly with inline settings and reads no file but its inputs);
-//     ast-grep and gitleaks run on a copy of the changed files alone, so
-//     no repository file sits in their working directory, and the copy has
-//     no .gitleaksignore at its root (gitleaks reads that file from the
+//     all but gosec run where only neutral names are, so no repository
+//     file name means anything to them, and gitleaks' copy has no
+//     .gitleaksignore at its root (gitleaks reads that file from the
 //     scanned directory whatever --gitleaks-ignore-path says);
 //   - inline suppressions: --no-inline-config, --ignore-nosec, -nosec,
 //     --ignore-gitleaks-allow; `noqa` is blanked by the Ruff wrapper and
@@ -35,7 +41,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path"
@@ -69,16 +74,6 @@ type Config struct {
 	Parallel int
 }
 
-func cmpBool(a, b bool) int {
-	switch {
-	case a == b:
-		return 0
-	case a:
-		return 1
-	}
-	return -1
-}
-
 // DefaultConfig is the layout of the scanners image.
 func DefaultConfig() Config {
 	return Config{
@@ -93,7 +88,10 @@ const (
 	maxRequestBytes = 1 << 20
 	maxFiles        = 10000
 	maxStderrBytes  = 4096
-	maxTimeout      = 30 * time.Minute
+	// maxLogBytes caps a tool's whole stderr kept for its Finish (the
+	// gitleaks debug log: one line per skipped file).
+	maxLogBytes = 16 << 20
+	maxTimeout  = 30 * time.Minute
 )
 
 // Run scans and writes the manifest. It returns an error only when no
@@ -105,7 +103,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	src := filepath.Join(cfg.Work, sast.SourceDir)
-	files, err := checkFiles(src, req.Files)
+	changed := filepath.Join(cfg.Work, sast.ChangedDir)
+	files, err := checkFiles(changed, src, req.Files)
 	if err != nil {
 		return err
 	}
@@ -115,25 +114,33 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	timeout = min(timeout, maxTimeout)
 	versions := readVersions(filepath.Join(cfg.Opt, "versions.json"))
-	d := &driver{cfg: cfg, src: src, files: files, timeout: timeout}
+	d := &driver{cfg: cfg, files: files, timeout: timeout,
+		ws: &sast.Workspace{Src: src, Changed: changed, Out: cfg.Out, Opt: cfg.Opt, Home: cfg.Home, Path: cfg.Path}}
 	tools := req.Tools
 	if len(tools) == 0 {
 		tools = sast.Tools
 	}
-	m := sast.Manifest{Version: 1, Root: src}
+	m := sast.Manifest{Version: sast.RequestVersion, Root: src}
 	for _, t := range sast.Tools {
 		if slices.Contains(tools, t) {
 			m.Tools = append(m.Tools, sast.ToolRun{Tool: t})
 		}
 	}
-	// Tools run Parallel at a time, the slowest (gosec: it type-checks
+	// Tools run Parallel at a time, the slow ones (gosec: it type-checks
 	// whole packages) first; the manifest keeps sast.Tools order.
 	order := make([]int, len(m.Tools))
 	for i := range order {
 		order[i] = i
 	}
+	slow := func(i int) bool { return sast.ScannerOf(m.Tools[i].Tool).Slow }
 	slices.SortStableFunc(order, func(a, b int) int {
-		return cmpBool(m.Tools[b].Tool == sast.ToolGosec, m.Tools[a].Tool == sast.ToolGosec)
+		switch {
+		case slow(a) == slow(b):
+			return 0
+		case slow(a):
+			return -1
+		}
+		return 1
 	})
 	sem := make(chan struct{}, max(1, cfg.Parallel))
 	var wg sync.WaitGroup
@@ -173,8 +180,8 @@ func readRequest(name string) (*sast.Request, error) {
 	if err := dec.Decode(&req); err != nil {
 		return nil, fmt.Errorf("request: %w", err)
 	}
-	if req.Version != 1 {
-		return nil, fmt.Errorf("request: version %d, want 1", req.Version)
+	if req.Version != sast.RequestVersion {
+		return nil, fmt.Errorf("request: version %d, want %d", req.Version, sast.RequestVersion)
 	}
 	for _, t := range req.Tools {
 		if !t.Valid() {
@@ -184,38 +191,57 @@ func readRequest(name string) (*sast.Request, error) {
 	return &req, nil
 }
 
-// checkFiles keeps the request's files that are clean relative paths of
-// regular files in src (the snapshot has no links); anything else is an
-// error, as the host built both.
-func checkFiles(src string, names []string) ([]string, error) {
-	if len(names) > maxFiles {
-		return nil, fmt.Errorf("request: %d files, at most %d", len(names), maxFiles)
+// checkFiles turns the request's files into targets: each one's neutral
+// name must be a regular file in changed, and its Src, when it has one, a
+// clean relative path of a regular file in src (the snapshot has no
+// links). Anything else is an error, as the host built both.
+func checkFiles(changed, src string, files []sast.ScanFile) ([]sast.Target, error) {
+	if len(files) > maxFiles {
+		return nil, fmt.Errorf("request: %d files, at most %d", len(files), maxFiles)
 	}
-	root, err := os.OpenRoot(src)
+	croot, err := os.OpenRoot(changed)
+	if err != nil && len(files) > 0 {
+		return nil, fmt.Errorf("changed files: %w", err)
+	}
+	if croot != nil {
+		defer croot.Close()
+	}
+	sroot, err := os.OpenRoot(src)
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	defer root.Close()
-	seen := make(map[string]bool, len(names))
-	out := make([]string, 0, len(names))
-	for _, n := range names {
-		if !ValidPath(n) {
-			return nil, fmt.Errorf("request: bad path %q", n)
-		}
-		if seen[n] {
-			continue
-		}
-		seen[n] = true
+	defer sroot.Close()
+	regular := func(root *os.Root, n string) error {
 		fi, err := root.Lstat(n)
 		if err != nil {
-			return nil, fmt.Errorf("request: %w", err)
+			return fmt.Errorf("request: %w", err)
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("request: %q is not a regular file", n)
+			return fmt.Errorf("request: %q is not a regular file", n)
 		}
-		out = append(out, n)
+		return nil
 	}
-	slices.Sort(out)
+	seen := map[string]bool{}
+	out := make([]sast.Target, 0, len(files))
+	for i, f := range files {
+		if f.Ext != sast.NeutralExt("f"+f.Ext) {
+			return nil, fmt.Errorf("request: bad extension %q", f.Ext)
+		}
+		t := sast.Target{Index: i, Neutral: sast.NeutralName(i, f.Ext), Src: f.Src}
+		if err := regular(croot, t.Neutral); err != nil {
+			return nil, err
+		}
+		if t.Src != "" {
+			if !ValidPath(t.Src) || seen[t.Src] {
+				return nil, fmt.Errorf("request: bad path %q", t.Src)
+			}
+			seen[t.Src] = true
+			if err := regular(sroot, t.Src); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, t)
+	}
 	return out, nil
 }
 
@@ -245,32 +271,9 @@ func readVersions(name string) map[string]string {
 
 type driver struct {
 	cfg     Config
-	src     string
-	files   []string
+	ws      *sast.Workspace
+	files   []sast.Target
 	timeout time.Duration
-}
-
-// Extensions each tool scans.
-var (
-	pyExt     = []string{".py", ".pyi"}
-	goExt     = []string{".go"}
-	jsExt     = []string{".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"}
-	astGrepEx = []string{".go", ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx",
-		".java", ".rb"}
-)
-
-func (d *driver) pick(exts []string) []string {
-	var out []string
-	for _, f := range d.files {
-		if slices.Contains(exts, strings.ToLower(path.Ext(f))) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func (d *driver) outPath(t sast.Tool) string {
-	return filepath.Join(d.cfg.Out, sast.OutputArtefact(t))
 }
 
 // run runs one tool and returns its record.
@@ -278,24 +281,20 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 	r.Tool = t
 	start := time.Now()
 	defer func() { r.DurationMillis = time.Since(start).Milliseconds() }()
-	var inv *invocation
-	var err error
-	switch t {
-	case sast.ToolASTGrep:
-		inv, err = d.astGrep()
-	case sast.ToolGitleaks:
-		inv, err = d.gitleaks()
-	case sast.ToolBandit:
-		inv, err = d.bandit()
-	case sast.ToolGosec:
-		inv, err = d.gosec()
-	case sast.ToolESLint:
-		inv, err = d.eslint()
-	case sast.ToolRuff:
-		inv, err = d.ruff()
+	s := sast.ScannerOf(t)
+	var files []sast.Target
+	for _, f := range d.files {
+		if s.Covers(f.Neutral) {
+			files = append(files, f)
+		}
+	}
+	var inv *sast.Invocation
+	err := s.Installed(d.ws)
+	if err == nil && len(files) > 0 {
+		inv, err = s.Invoke(d.ws, files)
 	}
 	switch {
-	case errors.Is(err, errMissing):
+	case errors.Is(err, sast.ErrMissing):
 		r.Status, r.Error = sast.StatusMissing, err.Error()
 		return r
 	case err != nil:
@@ -305,8 +304,9 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 		r.Status = sast.StatusNoFiles
 		return r
 	}
-	r.Files = inv.files
-	for _, c := range inv.cmds {
+	r.Files = inv.Files
+	r.NotCovered = inv.NotCovered
+	for _, c := range inv.Cmds {
 		res := d.exec(ctx, c)
 		r.ExitCode = res.exitCode
 		r.Stderr = res.stderr
@@ -317,347 +317,25 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 		case res.err != nil:
 			r.Status, r.Error = sast.StatusFailed, res.err.Error()
 			return r
-		case !slices.Contains(c.okExit, res.exitCode):
+		case !slices.Contains(c.OKExit, res.exitCode):
 			r.Status, r.Error = sast.StatusFailed, fmt.Sprintf("exit code %d", res.exitCode)
 			return r
 		}
 	}
-	if inv.finish != nil {
-		if err := inv.finish(); err != nil {
+	if inv.Finish != nil {
+		notes, err := inv.Finish()
+		if err != nil {
 			r.Status, r.Error = sast.StatusFailed, err.Error()
 			return r
 		}
+		r.NotCovered = append(r.NotCovered, notes...)
 	}
-	if fi, err := os.Stat(d.outPath(t)); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Stat(d.ws.OutPath(t)); err != nil || !fi.Mode().IsRegular() {
 		r.Status, r.Error = sast.StatusFailed, "the tool wrote no report"
 		return r
 	}
 	r.Status, r.Output = sast.StatusOK, sast.OutputArtefact(t)
 	return r
-}
-
-var errMissing = errors.New("not installed in this image")
-
-// invocation is what running one tool takes: commands in order, then
-// finish (which may merge reports).
-type invocation struct {
-	files  int
-	cmds   []command
-	finish func() error
-}
-
-type command struct {
-	argv   []string
-	dir    string
-	env    []string
-	okExit []int
-	// stdout, when set, is the file that receives the tool's stdout.
-	stdout string
-}
-
-// lookPath finds name on the driver's PATH only.
-func (d *driver) lookPath(name string) (string, error) {
-	for _, dir := range filepath.SplitList(d.cfg.Path) {
-		p := filepath.Join(dir, name)
-		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%s: %w", name, errMissing)
-}
-
-// env is the whole environment of every tool: nothing is inherited.
-func (d *driver) env(extra ...string) []string {
-	return append([]string{
-		"PATH=" + d.cfg.Path, "HOME=" + d.cfg.Home, "LANG=C.UTF-8", "LC_ALL=C.UTF-8", "TZ=UTC",
-		"TMPDIR=" + filepath.Join(d.cfg.Home, "tmp"), "NO_COLOR=1", "CI=true",
-	}, extra...)
-}
-
-// copyTree copies files from src to a fresh directory dir, applying edit
-// to each file's content.
-func (d *driver) copyTree(dir string, files []string, edit func([]byte) []byte) error {
-	if err := os.RemoveAll(dir); err != nil {
-		return err
-	}
-	from, err := os.OpenRoot(d.src)
-	if err != nil {
-		return err
-	}
-	defer from.Close()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	to, err := os.OpenRoot(dir)
-	if err != nil {
-		return err
-	}
-	defer to.Close()
-	for _, f := range files {
-		data, err := from.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		if edit != nil {
-			data = edit(data)
-		}
-		if err := to.MkdirAll(path.Dir(f), 0o700); err != nil {
-			return err
-		}
-		if err := to.WriteFile(f, data, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// BlankASTGrepIgnore replaces every ast-grep-ignore suppression marker with
-// spaces of the same length, so Quavon's rules report what a repository
-// tried to suppress and every line and column stays where it was.
-func BlankASTGrepIgnore(data []byte) []byte {
-	const marker = "ast-grep-ignore"
-	if !bytes.Contains(data, []byte(marker)) {
-		return data
-	}
-	return bytes.ReplaceAll(data, []byte(marker), bytes.Repeat([]byte(" "), len(marker)))
-}
-
-func (d *driver) astGrep() (*invocation, error) {
-	bin, err := d.lookPath("ast-grep")
-	if err != nil {
-		return nil, err
-	}
-	files := d.pick(astGrepEx)
-	if len(files) == 0 {
-		return nil, nil
-	}
-	dir := filepath.Join(d.cfg.Home, "scan-ast-grep")
-	if err := d.copyTree(dir, files, BlankASTGrepIgnore); err != nil {
-		return nil, fmt.Errorf("copy: %w", err)
-	}
-	argv := append([]string{bin, "scan", "-c", filepath.Join(d.cfg.Opt, "ast-grep", "sgconfig.yml"),
-		"--json=stream", "--include-metadata", "--"}, files...)
-	// ast-grep writes its report to stdout.
-	return &invocation{files: len(files), cmds: []command{{argv: argv, dir: dir, env: d.env(), okExit: []int{0, 1},
-		stdout: d.outPath(sast.ToolASTGrep)}}}, nil
-}
-
-func (d *driver) gitleaks() (*invocation, error) {
-	bin, err := d.lookPath("gitleaks")
-	if err != nil {
-		return nil, err
-	}
-	files := slices.Clone(d.files)
-	if len(files) == 0 {
-		return nil, nil
-	}
-	dir := filepath.Join(d.cfg.Home, "scan-gitleaks")
-	if err := d.copyTree(dir, files, nil); err != nil {
-		return nil, fmt.Errorf("copy: %w", err)
-	}
-	// gitleaks loads <source>/.gitleaksignore whatever the flags say.
-	if err := os.Remove(filepath.Join(dir, ".gitleaksignore")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	argv := []string{bin, "dir", "--config", filepath.Join(d.cfg.Opt, "gitleaks.toml"),
-		"--gitleaks-ignore-path", filepath.Join(d.cfg.Opt, "empty"), "--ignore-gitleaks-allow",
-		"--no-banner", "--no-color", "--redact", "--report-format", "json", "--report-path", d.outPath(sast.ToolGitleaks),
-		"--exit-code", "0", "--log-level", "error", "."}
-	return &invocation{files: len(files), cmds: []command{{argv: argv, dir: dir, env: d.env(), okExit: []int{0}}}}, nil
-}
-
-func (d *driver) bandit() (*invocation, error) {
-	bin, err := d.lookPath("bandit")
-	if err != nil {
-		return nil, err
-	}
-	files := d.pick(pyExt)
-	if len(files) == 0 {
-		return nil, nil
-	}
-	argv := append([]string{bin, "--ini", filepath.Join(d.cfg.Opt, "bandit.ini"),
-		"-c", filepath.Join(d.cfg.Opt, "bandit.yaml"), "--ignore-nosec", "-q",
-		"-f", "json", "-o", d.outPath(sast.ToolBandit), "--"}, files...)
-	return &invocation{files: len(files), cmds: []command{{argv: argv, dir: d.src, env: d.env("PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"), okExit: []int{0, 1}}}}, nil
-}
-
-func (d *driver) eslint() (*invocation, error) {
-	bin, err := d.lookPath("eslint")
-	if err != nil {
-		return nil, err
-	}
-	files := d.pick(jsExt)
-	if len(files) == 0 {
-		return nil, nil
-	}
-	argv := append([]string{bin, "--no-config-lookup", "--no-inline-config",
-		"-c", filepath.Join(d.cfg.Opt, "eslint", "security.config.js"),
-		"--no-warn-ignored", "-f", "json", "-o", d.outPath(sast.ToolESLint), "--"}, files...)
-	return &invocation{files: len(files), cmds: []command{{argv: argv, dir: d.src, env: d.env(), okExit: []int{0, 1}}}}, nil
-}
-
-func (d *driver) ruff() (*invocation, error) {
-	node, err := d.lookPath("node")
-	if err != nil {
-		return nil, err
-	}
-	script := filepath.Join(d.cfg.Opt, "ruff", "check.mjs")
-	if _, err := os.Stat(script); err != nil {
-		return nil, fmt.Errorf("ruff wrapper: %w", errMissing)
-	}
-	files := d.pick([]string{".py", ".pyi"})
-	if len(files) == 0 {
-		return nil, nil
-	}
-	argv := append([]string{node, script, "--output", d.outPath(sast.ToolRuff), "--"}, files...)
-	return &invocation{files: len(files), cmds: []command{{argv: argv, dir: d.src, env: d.env(), okExit: []int{0}}}}, nil
-}
-
-// goEnv pins the Go command to the image's toolchain and module cache:
-// nothing from the network, the repository's go.work or a go.env.
-func (d *driver) goEnv() []string {
-	return d.env("GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off", "GONOSUMCHECK=1",
-		"GOWORK=off", "GOENV=off", "GOTELEMETRY=off", "CGO_ENABLED=0",
-		"GOCACHE="+filepath.Join(d.cfg.Home, "go-build"), "GOMODCACHE="+filepath.Join(d.cfg.Home, "gomod"),
-		"GOPATH="+filepath.Join(d.cfg.Home, "go"), "GOTMPDIR="+filepath.Join(d.cfg.Home, "tmp"))
-}
-
-// gosec runs once per Go module that holds a changed file, on the changed
-// files' packages, and merges the reports into one.
-func (d *driver) gosec() (*invocation, error) {
-	bin, err := d.lookPath("gosec")
-	if err != nil {
-		return nil, err
-	}
-	if _, err := d.lookPath("go"); err != nil {
-		return nil, err
-	}
-	files := d.pick(goExt)
-	if len(files) == 0 {
-		return nil, nil
-	}
-	// module root → package directories (relative to the root)
-	mods := map[string][]string{}
-	var order []string
-	for _, f := range files {
-		dir := path.Dir(f)
-		mod := d.moduleRoot(dir)
-		pkg := "."
-		if dir != mod {
-			pkg = "./" + strings.TrimPrefix(dir, mod+"/")
-			if mod == "." {
-				pkg = "./" + dir
-			}
-		}
-		if _, ok := mods[mod]; !ok {
-			order = append(order, mod)
-		}
-		if !slices.Contains(mods[mod], pkg) {
-			mods[mod] = append(mods[mod], pkg)
-		}
-	}
-	if err := seedGoCache(filepath.Join(d.cfg.Opt, "gocache"), filepath.Join(d.cfg.Home, "go-build")); err != nil {
-		return nil, fmt.Errorf("go build cache: %w", err)
-	}
-	inv := &invocation{files: len(files)}
-	var parts []string
-	for i, mod := range order {
-		part := filepath.Join(d.cfg.Home, fmt.Sprintf("gosec-%d.json", i))
-		parts = append(parts, part)
-		argv := append([]string{bin, "-nosec", "-fmt", "json", "-out", part}, mods[mod]...)
-		inv.cmds = append(inv.cmds, command{argv: argv, dir: filepath.Join(d.src, filepath.FromSlash(mod)),
-			env: d.goEnv(), okExit: []int{0, 1}})
-	}
-	inv.finish = func() error { return mergeGosec(parts, d.outPath(sast.ToolGosec)) }
-	return inv, nil
-}
-
-// seedGoCache makes cache a Go build cache that holds the image's
-// prebuilt standard library (seed, read-only): every file is a symlink into
-// seed, so nothing is copied, and the go command adds its own entries
-// beside them. Without it gosec's `go list -export` compiles the standard
-// library on every scan (half a minute under gVisor). trim.txt is written
-// fresh: from an old one the go command would trim the seeded entries as
-// unused. No seed (an image without one) is not an error.
-func seedGoCache(seed, cache string) error {
-	if _, err := os.Stat(seed); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	err := filepath.WalkDir(seed, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(seed, p)
-		dst := filepath.Join(cache, rel)
-		switch {
-		case e.IsDir():
-			return os.MkdirAll(dst, 0o700)
-		case e.Type().IsRegular() && rel != "trim.txt":
-			if err := os.Symlink(p, dst); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(cache, "trim.txt"), []byte(fmt.Sprintf("%d\n", time.Now().Unix())), 0o600)
-}
-
-// moduleRoot is the nearest directory at or above dir (within the source)
-// that holds a go.mod; "." when none does (gosec then runs from the root).
-func (d *driver) moduleRoot(dir string) string {
-	for {
-		if fi, err := os.Lstat(filepath.Join(d.src, filepath.FromSlash(dir), "go.mod")); err == nil && fi.Mode().IsRegular() {
-			return dir
-		}
-		if dir == "." || dir == "/" || dir == "" {
-			return "."
-		}
-		dir = path.Dir(dir)
-	}
-}
-
-// mergeGosec joins gosec's per-module reports: Issues concatenated,
-// "Golang errors" merged. A missing part (gosec wrote nothing) is an error.
-func mergeGosec(parts []string, out string) error {
-	if len(parts) == 1 {
-		data, err := os.ReadFile(parts[0])
-		if err != nil {
-			return fmt.Errorf("gosec report: %w", err)
-		}
-		return os.WriteFile(out, data, 0o644)
-	}
-	merged := struct {
-		Errors  map[string]json.RawMessage `json:"Golang errors"`
-		Issues  []json.RawMessage          `json:"Issues"`
-		Version string                     `json:"GosecVersion,omitempty"`
-	}{Errors: map[string]json.RawMessage{}, Issues: []json.RawMessage{}}
-	for _, p := range parts {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return fmt.Errorf("gosec report: %w", err)
-		}
-		var one struct {
-			Errors  map[string]json.RawMessage `json:"Golang errors"`
-			Issues  []json.RawMessage          `json:"Issues"`
-			Version string                     `json:"GosecVersion"`
-		}
-		if err := json.Unmarshal(data, &one); err != nil {
-			return fmt.Errorf("gosec report %s: %w", filepath.Base(p), err)
-		}
-		for k, v := range one.Errors {
-			merged.Errors[k] = v
-		}
-		merged.Issues = append(merged.Issues, one.Issues...)
-		merged.Version = one.Version
-	}
-	data, err := json.Marshal(merged)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(out, data, 0o644)
 }
 
 type execResult struct {
@@ -669,21 +347,29 @@ type execResult struct {
 
 // exec runs c in its own process group with the tool timeout; the group is
 // killed at the deadline (gosec's go list children included).
-func (d *driver) exec(ctx context.Context, c command) execResult {
+func (d *driver) exec(ctx context.Context, c sast.Command) execResult {
 	ctx, cancel := context.WithTimeout(ctx, d.timeout)
 	defer cancel()
 	if err := os.MkdirAll(filepath.Join(d.cfg.Home, "tmp"), 0o700); err != nil {
 		return execResult{err: err}
 	}
-	cmd := exec.CommandContext(ctx, c.argv[0], c.argv[1:]...)
-	cmd.Dir, cmd.Env = c.dir, c.env
+	cmd := exec.CommandContext(ctx, c.Argv[0], c.Argv[1:]...)
+	cmd.Dir, cmd.Env = c.Dir, c.Env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	stderr := &tailBuffer{max: maxStderrBytes}
 	cmd.Stderr = stderr
-	if c.stdout != "" {
-		f, err := os.OpenFile(c.stdout, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if c.Stderr != "" {
+		f, err := os.OpenFile(c.Stderr, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return execResult{err: err}
+		}
+		defer f.Close()
+		cmd.Stderr = io.MultiWriter(stderr, &capWriter{w: f, n: maxLogBytes})
+	}
+	if c.Stdout != "" {
+		f, err := os.OpenFile(c.Stdout, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return execResult{err: err}
 		}
@@ -707,6 +393,20 @@ func (d *driver) exec(ctx context.Context, c command) execResult {
 		res.err = err
 	}
 	return res
+}
+
+// capWriter writes the first n bytes to w and drops the rest.
+type capWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if k := min(len(p), c.n); k > 0 {
+		c.w.Write(p[:k])
+		c.n -= k
+	}
+	return len(p), nil
 }
 
 // tailBuffer keeps the last max bytes written to it.

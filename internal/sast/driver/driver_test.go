@@ -22,7 +22,10 @@ type fixture struct {
 	bin string
 }
 
-func newFixture(t *testing.T, files map[string]string, req sast.Request) *fixture {
+// newFixture lays out a snapshot as the host does: every file at its path
+// in src, and the request's files (names, in order) under their neutral
+// names in changed, Go files with their Src.
+func newFixture(t *testing.T, files map[string]string, names []string, req sast.Request) *fixture {
 	t.Helper()
 	top := t.TempDir()
 	cfg := Config{
@@ -41,7 +44,19 @@ func newFixture(t *testing.T, files map[string]string, req sast.Request) *fixtur
 			t.Fatal(err)
 		}
 	}
-	req.Version = 1
+	for i, name := range names {
+		f := sast.ScanFile{Ext: sast.NeutralExt(name)}
+		if strings.HasSuffix(name, ".go") {
+			f.Src = name
+		}
+		req.Files = append(req.Files, f)
+		p := filepath.Join(cfg.Work, sast.ChangedDir, filepath.FromSlash(sast.NeutralName(i, f.Ext)))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(files[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req.Version = sast.RequestVersion
 	data, _ := json.Marshal(req)
 	if err := os.WriteFile(filepath.Join(cfg.Work, sast.RequestFile), data, 0o644); err != nil {
 		t.Fatal(err)
@@ -81,8 +96,8 @@ func (f *fixture) run(t *testing.T) map[sast.Tool]sast.ToolRun {
 const writeOut = `while [ $# -gt 0 ]; do case "$1" in -o|-out|--report-path|--output) shift; echo "${REPORT:-[]}" > "$1";; esac; shift; done`
 
 func TestStatuses(t *testing.T) {
-	f := newFixture(t, map[string]string{"a.py": "x = 1\n", "b.go": "package b\n"}, sast.Request{
-		Files: []string{"a.py", "b.go"}, TimeoutSeconds: 1,
+	f := newFixture(t, map[string]string{"a.py": "x = 1\n", "b.go": "package b\n"}, []string{"a.py", "b.go"}, sast.Request{
+		TimeoutSeconds: 1,
 	})
 	f.tool(t, "bandit", writeOut+"; exit 1")           // findings: exit 1 is ok
 	f.tool(t, "gitleaks", "exit 7")                    // error exit
@@ -114,7 +129,7 @@ func TestStatuses(t *testing.T) {
 
 // A tool that exits 0 but writes no report failed.
 func TestNoReportIsFailure(t *testing.T) {
-	f := newFixture(t, map[string]string{"a.py": "x = 1\n"}, sast.Request{Files: []string{"a.py"}, Tools: []sast.Tool{sast.ToolBandit}})
+	f := newFixture(t, map[string]string{"a.py": "x = 1\n"}, []string{"a.py"}, sast.Request{Tools: []sast.Tool{sast.ToolBandit}})
 	f.tool(t, "bandit", "exit 0")
 	got := f.run(t)
 	if r := got[sast.ToolBandit]; r.Status != sast.StatusFailed || !strings.Contains(r.Error, "no report") {
@@ -130,7 +145,7 @@ func TestNoReportIsFailure(t *testing.T) {
 func TestEnvironmentIsBuiltFromScratch(t *testing.T) {
 	t.Setenv("GITLEAKS_CONFIG", "/work/src/.gitleaks.toml")
 	t.Setenv("NODE_OPTIONS", "--require /work/src/evil.js")
-	f := newFixture(t, map[string]string{"a.py": "x = 1\n"}, sast.Request{Files: []string{"a.py"}, Tools: []sast.Tool{sast.ToolBandit}})
+	f := newFixture(t, map[string]string{"a.py": "x = 1\n"}, []string{"a.py"}, sast.Request{Tools: []sast.Tool{sast.ToolBandit}})
 	f.tool(t, "bandit", `env > "$HOME/env.txt"; `+writeOut)
 	if r := f.run(t)[sast.ToolBandit]; r.Status != sast.StatusOK {
 		t.Fatalf("%+v", r)
@@ -147,14 +162,18 @@ func TestEnvironmentIsBuiltFromScratch(t *testing.T) {
 }
 
 // ast-grep scans a copy of the changed files in which ast-grep-ignore is
-// blanked (same length, lines kept) and where no repository file but the
-// changed ones exists; gitleaks scans a copy without a root .gitleaksignore.
+// blanked (same length, lines kept), under their neutral names, where no
+// repository file but the changed ones exists; gitleaks scans a copy
+// named by index whose root holds no .gitleaksignore, and a changed
+// .gitleaksignore is scanned like any other file.
 func TestCopies(t *testing.T) {
 	src := "x := 1 // ast-grep-ignore\nexec.Command(\"sh\", \"-c\", s)\n"
 	f := newFixture(t, map[string]string{
 		"cmd/a.go": src, "sgconfig.yml": "ruleDirs: [evil]\n", ".gitleaksignore": "*\n", "go.mod": "module m\n",
-	}, sast.Request{Files: []string{"cmd/a.go", ".gitleaksignore"}, Tools: []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks}})
-	f.tool(t, "ast-grep", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/ast-grep-files.txt"; /bin/cp cmd/a.go "$HOME/ast-grep-a.go"; echo`)
+		"deps/package-lock.json": "{}\n", "conf/x.yml": "a: b\n",
+	}, []string{"cmd/a.go", ".gitleaksignore", "deps/package-lock.json", "conf/x.yml"},
+		sast.Request{Tools: []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks}})
+	f.tool(t, "ast-grep", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/ast-grep-files.txt"; /bin/cp 0/f.go "$HOME/ast-grep-a.go"; echo`)
 	f.tool(t, "gitleaks", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/gitleaks-files.txt"; `+writeOut)
 	got := f.run(t)
 	for _, tool := range []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks} {
@@ -169,29 +188,53 @@ func TestCopies(t *testing.T) {
 		}
 		return string(b)
 	}
-	if files := read("ast-grep-files.txt"); files != "./cmd/a.go\n" {
+	if files := read("ast-grep-files.txt"); files != "./0/f.go\n" {
 		t.Errorf("ast-grep saw %q, want only the changed source file", files)
 	}
 	blanked := read("ast-grep-a.go")
 	if strings.Contains(blanked, "ast-grep-ignore") || len(blanked) != len(src) || strings.Count(blanked, "\n") != 2 {
 		t.Errorf("copy for ast-grep = %q", blanked)
 	}
-	if files := read("gitleaks-files.txt"); files != "./cmd/a.go\n" {
-		t.Errorf("gitleaks saw %q, want no .gitleaksignore", files)
+	if files := read("gitleaks-files.txt"); files != "./0/f\n./1/f\n./2/f\n./3/f.yml\n" {
+		t.Errorf("gitleaks saw %q, want every changed file by index, the YAML one still .yml", files)
 	}
 }
 
-// gosec runs once per module and the reports are merged.
+// gitleaks' log names the files it skipped; each is a note of its run.
+func TestGitleaksSkipsAreNoted(t *testing.T) {
+	f := newFixture(t, map[string]string{"a.env": "MZ token\n", "b.txt": "ok\n"}, []string{"a.env", "b.txt"},
+		sast.Request{Tools: []sast.Tool{sast.ToolGitleaks}})
+	f.tool(t, "gitleaks", `echo "9:20AM DBG skipping binary file mime_type=application/vnd.microsoft.portable-executable path=0/f" >&2; `+writeOut)
+	r := f.run(t)[sast.ToolGitleaks]
+	if r.Status != sast.StatusOK || len(r.NotCovered) != 1 || r.NotCovered[0].File != 0 ||
+		!strings.Contains(r.NotCovered[0].Reason, "skipping binary file") {
+		t.Fatalf("%+v", r)
+	}
+}
+
+// gosec runs once per module, with -tests, after `go list`; the reports
+// are merged, and a changed file the Go command does not build is noted.
 func TestGosecPerModule(t *testing.T) {
 	f := newFixture(t, map[string]string{
-		"go.mod": "module a\n", "x/a.go": "package x\n", "sub/go.mod": "module b\n", "sub/y/b.go": "package y\n",
-	}, sast.Request{Files: []string{"x/a.go", "sub/y/b.go"}, Tools: []sast.Tool{sast.ToolGosec}})
-	f.tool(t, "go", "exit 0")
-	f.tool(t, "gosec", `pkgs=""; out=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; ./*|.) pkgs="$pkgs $1";; esac; shift; done
+		"go.mod": "module a\n", "x/a.go": "package x\n", "x/a_windows.go": "package x\n",
+		"sub/go.mod": "module b\n", "sub/y/b.go": "package y\n",
+	}, []string{"sub/y/b.go", "x/a.go", "x/a_windows.go"}, sast.Request{Tools: []sast.Tool{sast.ToolGosec}})
+	src := filepath.Join(f.cfg.Work, sast.SourceDir)
+	f.tool(t, "go", `[ "$1" = list ] || exit 0
+case "$(pwd)" in
+*/sub) echo '{"Dir":"`+src+`/sub/y","GoFiles":["b.go"]}';;
+*) echo '{"Dir":"`+src+`/x","GoFiles":["a.go"],"IgnoredGoFiles":["a_windows.go"]}';;
+esac`)
+	f.tool(t, "gosec", `pkgs=""; out=""; tests=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
+[ -n "$tests" ] || exit 3
 echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs\"}],\"GosecVersion\":\"dev\"}" > "$out"; exit 1`)
 	got := f.run(t)
-	if r := got[sast.ToolGosec]; r.Status != sast.StatusOK {
+	r := got[sast.ToolGosec]
+	if r.Status != sast.StatusOK || r.Files != 3 {
 		t.Fatalf("%+v", r)
+	}
+	if len(r.NotCovered) != 1 || r.NotCovered[0].File != 2 || !strings.Contains(r.NotCovered[0].Reason, "not in the build") {
+		t.Errorf("notes %+v, want x/a_windows.go outside the build", r.NotCovered)
 	}
 	data, _ := os.ReadFile(filepath.Join(f.cfg.Out, "gosec.json"))
 	var rep struct {
@@ -203,8 +246,7 @@ echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs
 	if len(rep.Issues) != 2 {
 		t.Fatalf("merged %s", data)
 	}
-	src := filepath.Join(f.cfg.Work, sast.SourceDir)
-	// files in sorted order: sub/y/b.go, then x/a.go
+	// files in request order: sub/y/b.go, then x/a.go
 	if rep.Issues[0].File != filepath.Join(src, "sub") || strings.TrimSpace(rep.Issues[0].Details) != "./y" ||
 		rep.Issues[1].File != src || strings.TrimSpace(rep.Issues[1].Details) != "./x" {
 		t.Fatalf("modules and packages: %s", data)
@@ -212,15 +254,21 @@ echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs
 }
 
 func TestBadRequests(t *testing.T) {
-	for name, files := range map[string][]string{
-		"escape":   {"../etc/passwd"},
-		"absolute": {"/etc/passwd"},
-		"flag":     {"-rf"},
-		"missing":  {"nope.py"},
-		"unclean":  {"a//b.py"},
+	for name, file := range map[string]sast.ScanFile{
+		"escape":      {Ext: ".go", Src: "../etc/passwd"},
+		"absolute":    {Ext: ".go", Src: "/etc/passwd"},
+		"flag":        {Ext: ".go", Src: "-rf"},
+		"missing src": {Ext: ".go", Src: "nope.go"},
+		"unclean":     {Ext: ".go", Src: "a//b.go"},
+		"bad ext":     {Ext: ".P Y"},
+		"missing":     {Ext: ".rb"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := newFixture(t, map[string]string{"a.py": ""}, sast.Request{Files: files})
+			f := newFixture(t, map[string]string{"a.py": ""}, []string{"a.py"}, sast.Request{})
+			data, _ := json.Marshal(sast.Request{Version: sast.RequestVersion, Files: []sast.ScanFile{{Ext: ".py"}, file}})
+			if err := os.WriteFile(filepath.Join(f.cfg.Work, sast.RequestFile), data, 0o644); err != nil {
+				t.Fatal(err)
+			}
 			if err := Run(context.Background(), f.cfg); err == nil {
 				t.Fatal("accepted")
 			}

@@ -1,0 +1,148 @@
+package sast
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+)
+
+// ToolASTGrep is ast-grep with the Quavon rule pack (rules/ast-grep).
+const ToolASTGrep Tool = "ast-grep"
+
+var astGrep = &Scanner{
+	Tool: ToolASTGrep,
+	Extensions: []string{".go", ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx",
+		".java", ".rb"},
+	InfoURI:  "https://ast-grep.github.io/",
+	Programs: []string{"ast-grep"},
+	Invoke:   invokeASTGrep,
+	Neutral:  true,
+	parse:    parseASTGrep,
+}
+
+// invokeASTGrep scans a copy of the files alone (no repository sgconfig.yml
+// beside them) in which ast-grep-ignore is blanked; ast-grep writes its
+// report to stdout. ast-grep skips a file that is not UTF-8 without a
+// word, so such a file is not given to it and is reported instead.
+func invokeASTGrep(w *Workspace, files []Target) (*Invocation, error) {
+	bin, err := w.LookPath("ast-grep")
+	if err != nil {
+		return nil, err
+	}
+	inv := &Invocation{Files: len(files)}
+	copies := map[string]string{}
+	var names []string
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(w.Changed, filepath.FromSlash(f.Neutral)))
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.Valid(data) {
+			inv.NotCovered = append(inv.NotCovered, FileNote{f.Index, "not UTF-8 text: ast-grep skips such files"})
+			continue
+		}
+		copies[f.Neutral] = f.Neutral
+		names = append(names, f.Neutral)
+	}
+	if len(names) == 0 { // an empty stream is a report without matches
+		return inv, os.WriteFile(w.OutPath(ToolASTGrep), nil, 0o644)
+	}
+	dir := filepath.Join(w.Home, "scan-ast-grep")
+	if err := w.CopyTree(dir, copies, blankASTGrepIgnore); err != nil {
+		return nil, fmt.Errorf("copy: %w", err)
+	}
+	argv := append([]string{bin, "scan", "-c", filepath.Join(w.Opt, "ast-grep", "sgconfig.yml"),
+		"--json=stream", "--include-metadata", "--"}, names...)
+	inv.Cmds = []Command{{Argv: argv, Dir: dir, Env: w.Env(), OKExit: []int{0, 1}, Stdout: w.OutPath(ToolASTGrep)}}
+	return inv, nil
+}
+
+// blankASTGrepIgnore replaces every ast-grep-ignore suppression marker with
+// spaces of the same length, so Quavon's rules report what a repository
+// tried to suppress and every line and column stays where it was.
+func blankASTGrepIgnore(data []byte) []byte {
+	const marker = "ast-grep-ignore"
+	if !bytes.Contains(data, []byte(marker)) {
+		return data
+	}
+	return bytes.ReplaceAll(data, []byte(marker), bytes.Repeat([]byte(" "), len(marker)))
+}
+
+type astGrepPos struct {
+	Line   int `json:"line"`
+	Column int `json:"column"`
+}
+
+type astGrepMatch struct {
+	RuleID   string `json:"ruleId"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+	File     string `json:"file"`
+	URL      string `json:"url"`
+	Range    struct {
+		Start astGrepPos `json:"start"`
+		End   astGrepPos `json:"end"`
+	} `json:"range"`
+	// Metadata is only in the output with --include-metadata; Quavon's
+	// rules carry cwe: "CWE-n" there.
+	Metadata struct {
+		CWE json.RawMessage `json:"cwe"`
+	} `json:"metadata"`
+}
+
+// astGrepSeverity maps ast-grep's severities onto ours.
+var astGrepSeverity = map[string]Severity{
+	"error": SeverityHigh, "warning": SeverityMedium, "info": SeverityLow, "hint": SeverityInfo,
+}
+
+// parseASTGrep reads `--json=stream`: one match per line, 0-based lines
+// and columns (the end column exclusive). No output at all is no match.
+// Severities: error → high, warning → medium, info → low, hint → info.
+func parseASTGrep(c *collector, raw []byte) error {
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(nil, MaxReportBytes+1)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var m astGrepMatch
+		if err := decodeStrict(line, &m); err != nil {
+			return fmt.Errorf("line %d: %w", n, err)
+		}
+		sev, ok := astGrepSeverity[m.Severity]
+		if !ok {
+			c.toolError("ast-grep: finding of rule %q dropped: unknown severity %q", clip(m.RuleID, 100), clip(m.Severity, 20))
+			continue
+		}
+		if m.Range.Start.Line < 0 || m.Range.End.Line < 0 || m.Range.Start.Line >= maxLine || m.Range.End.Line >= maxLine {
+			c.toolError("ast-grep: finding of rule %q dropped: bad range", clip(m.RuleID, 100))
+			continue
+		}
+		f := Finding{
+			RuleID: m.RuleID, Severity: sev, Message: m.Message, HelpURI: m.URL,
+			StartLine: m.Range.Start.Line + 1, EndLine: m.Range.End.Line + 1,
+			StartColumn: m.Range.Start.Column + 1, EndColumn: m.Range.End.Column + 1,
+		}
+		if len(m.Metadata.CWE) > 0 {
+			var s string
+			if json.Unmarshal(m.Metadata.CWE, &s) != nil {
+				s = string(m.Metadata.CWE)
+			}
+			f.CWE = s
+		}
+		if !c.add(f, m.File) {
+			break
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("reading stream: %w", err)
+	}
+	return nil
+}

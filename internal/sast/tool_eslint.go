@@ -1,0 +1,118 @@
+package sast
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// ToolESLint is ESLint with eslint-plugin-security (rules/eslint).
+const ToolESLint Tool = "eslint"
+
+var eslint = &Scanner{
+	Tool:       ToolESLint,
+	Extensions: []string{".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"},
+	InfoURI:    "https://eslint.org/",
+	Programs:   []string{"eslint"},
+	Invoke:     invokeESLint,
+	Neutral:    true,
+	Numbering:  func([]byte) (Terminators, string) { return LinesJS, "" },
+	parse:      parseESLint,
+}
+
+// invokeESLint runs ESLint over the neutral names with Quavon's flat
+// config only and inline configuration off. Without --no-warn-ignored: a
+// file ESLint ignores (its default ignores, a file no config entry
+// matches) comes back as a warning without a rule, which the parser
+// reports as a file not scanned.
+func invokeESLint(w *Workspace, files []Target) (*Invocation, error) {
+	bin, err := w.LookPath("eslint")
+	if err != nil {
+		return nil, err
+	}
+	argv := append([]string{bin, "--no-config-lookup", "--no-inline-config",
+		"-c", filepath.Join(w.Opt, "eslint", "security.config.js"),
+		"-f", "json", "-o", w.OutPath(ToolESLint), "--"}, neutralNames(files)...)
+	return &Invocation{Files: len(files), Cmds: []Command{{Argv: argv, Dir: w.Changed, Env: w.Env(), OKExit: []int{0, 1}}}}, nil
+}
+
+type eslintFile struct {
+	FilePath string            `json:"filePath"`
+	Messages []json.RawMessage `json:"messages"`
+}
+
+type eslintMessage struct {
+	RuleID    *string `json:"ruleId"`
+	Severity  int     `json:"severity"`
+	Message   string  `json:"message"`
+	Line      int     `json:"line"`
+	Column    int     `json:"column"`
+	EndLine   int     `json:"endLine"`
+	EndColumn int     `json:"endColumn"`
+	Fatal     bool    `json:"fatal"`
+}
+
+// parseESLint reads ESLint's -f json: filePath is absolute; a message
+// without a ruleId, or fatal, is a parse error of the file (tool error).
+// Severities: 2 (error) → medium, 1 (warning) → low.
+func parseESLint(c *collector, raw []byte) error {
+	return decodeArray(raw, func(el json.RawMessage) (bool, error) {
+		var file eslintFile
+		if err := json.Unmarshal(el, &file); err != nil {
+			return false, fmt.Errorf("malformed file entry: %w", err)
+		}
+		for _, mel := range file.Messages {
+			var m eslintMessage
+			if err := json.Unmarshal(mel, &m); err != nil {
+				return false, fmt.Errorf("malformed message: %w", err)
+			}
+			if m.RuleID == nil || *m.RuleID == "" || m.Fatal {
+				c.fileError(file.FilePath, m.Line, m.Column, m.Message)
+				continue
+			}
+			var sev Severity
+			switch m.Severity {
+			case 2:
+				sev = SeverityMedium
+			case 1:
+				sev = SeverityLow
+			default:
+				c.toolError("eslint: finding %q dropped: severity %d", clip(*m.RuleID, 100), m.Severity)
+				continue
+			}
+			f := Finding{
+				RuleID: *m.RuleID, Severity: sev, Message: m.Message, HelpURI: eslintRuleURI(*m.RuleID),
+				StartLine: m.Line, EndLine: m.EndLine, StartColumn: m.Column, EndColumn: m.EndColumn,
+			}
+			if !c.add(f, file.FilePath) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// eslintRuleURI links core rules and eslint-plugin-security's rules to
+// their documentation.
+func eslintRuleURI(rule string) string {
+	if name, ok := strings.CutPrefix(rule, "security/"); ok && isSlug(name) {
+		return "https://github.com/eslint-community/eslint-plugin-security/blob/main/docs/rules/" + name + ".md"
+	}
+	if isSlug(rule) {
+		return "https://eslint.org/docs/latest/rules/" + rule
+	}
+	return ""
+}
+
+func isSlug(s string) bool {
+	if s == "" || len(s) > 100 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
+}
