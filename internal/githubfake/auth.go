@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -73,8 +72,10 @@ type App struct {
 	PrivateKeyPEM []byte // PKCS#1, as GitHub hands it out
 	WebhookSecret string
 	Bot           *Account // "<slug>[bot]"
+	Owner         *Account // who registered it (nil: its bot)
 
 	webhookURL string
+	created    time.Time
 }
 
 // Installation is an app installed on an account.
@@ -89,7 +90,9 @@ type Installation struct {
 	Repos     []string
 	Suspended bool
 	Removed   bool
-	created   time.Time
+
+	created, updated, suspendedAt time.Time
+	suspendedBy                   *Account
 }
 
 type accessToken struct {
@@ -117,6 +120,7 @@ func (s *Server) RegisterApp(slug string) *App {
 		PrivateKey:    key,
 		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		WebhookSecret: hex.EncodeToString(secret),
+		created:       s.now(),
 	}
 	app.Bot = s.account(slug+"[bot]", "Bot")
 	s.apps[app.ID] = app
@@ -178,6 +182,7 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 		Permissions: p,
 		Events:      []string{"issues", "issue_comment", "pull_request", "repository", "installation", "installation_repositories"},
 		created:     s.now(),
+		updated:     s.now(),
 	}
 	if len(repos) > 0 {
 		in.Repos = lowerNames(repos)
@@ -186,12 +191,21 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 	return in
 }
 
-// SetSuspended suspends or unsuspends an installation; a suspended
-// installation gets no tokens and its tokens stop working.
+// SetSuspended suspends or unsuspends an installation (suspended by the
+// account's owner); a suspended installation gets no tokens and its
+// tokens stop working.
 func (s *Server) SetSuspended(in *Installation, suspended bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in.Suspended = suspended
+	in.suspendedAt, in.suspendedBy = time.Time{}, nil
+	if suspended {
+		in.suspendedAt, in.suspendedBy = s.now(), in.Account
+		if in.Account.Type == "Organization" {
+			in.suspendedBy = s.account(in.Account.Login+"-admin", "User")
+		}
+	}
+	in.updated = s.now()
 }
 
 // Uninstall removes an installation and revokes its tokens.
@@ -429,6 +443,10 @@ func (c *call) repoAccess(public bool, needs ...need) *Repo {
 		}
 		return r
 	}
+	if r.Archived && slices.ContainsFunc(needs, func(n need) bool { return n.level != Read }) && !public {
+		c.forbidden403("Repository was archived so is read-only.")
+		return nil
+	}
 	t := c.tok
 	inScope := t.inst.covers(r) && (t.repos == nil || slices.Contains(t.repos, strings.ToLower(r.FullName())))
 	if !inScope {
@@ -457,6 +475,8 @@ func (c *call) repoAccess(public bool, needs ...need) *Repo {
 	return nil
 }
 
+func (c *call) forbidden403(msg string) { c.fail(http.StatusForbidden, msg) }
+
 // requireJWT refuses calls not made with a valid app JWT.
 func (c *call) requireJWT() bool {
 	if c.kind == TokenJWT {
@@ -475,36 +495,6 @@ func (c *call) actor() *Account {
 }
 
 // --- /app endpoints ---
-
-func (s *Server) installationJSON(in *Installation) map[string]any {
-	sel := "all"
-	if in.Repos != nil {
-		sel = "selected"
-	}
-	out := map[string]any{
-		"id":                   in.ID,
-		"app_id":               in.App.ID,
-		"app_slug":             in.App.Slug,
-		"target_id":            in.Account.ID,
-		"target_type":          in.Account.Type,
-		"account":              s.userJSON(in.Account),
-		"permissions":          in.Permissions,
-		"events":               in.Events,
-		"repository_selection": sel,
-		"access_tokens_url":    fmt.Sprintf("%s/app/installations/%d/access_tokens", s.URL, in.ID),
-		"repositories_url":     s.URL + "/installation/repositories",
-		"html_url":             fmt.Sprintf("https://github.com/settings/installations/%d", in.ID),
-		"created_at":           in.created.Format(time.RFC3339),
-		"updated_at":           in.created.Format(time.RFC3339),
-		"single_file_name":     nil,
-		"suspended_at":         nil,
-		"suspended_by":         nil,
-	}
-	if in.Suspended {
-		out["suspended_at"] = s.now().Format(time.RFC3339)
-	}
-	return out
-}
 
 // ownInstallation resolves {installation_id} for the calling app's JWT; an
 // installation of another app is 404, as on GitHub.

@@ -2,9 +2,11 @@ package githubfake
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +19,9 @@ import (
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/quavon/quavon/internal/githubfake/apidesc"
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 // Documentation URLs GitHub puts into error bodies. Clients must not depend on
@@ -66,6 +71,7 @@ type Server struct {
 	client *http.Client // for webhook deliveries
 	schema *graphql.Schema
 	routes []route
+	desc   *apidesc.Descriptions // nil: answers are not checked
 
 	mu            sync.Mutex
 	offset        time.Duration
@@ -93,6 +99,14 @@ func New(tb testing.TB) *Server {
 		repos:         map[string]*Repo{},
 		rateUsed:      map[string]int{},
 	}
+	d, ok, err := apidesc.Shared()
+	switch {
+	case err != nil:
+		tb.Fatalf("githubfake: GitHub's API descriptions: %v", err)
+	case !ok && testenv.Required():
+		tb.Fatalf("githubfake: GitHub's API descriptions ($%s) are required (QUAVON_TEST_REQUIRE_SERVICES=1) but not set; run scripts/test", apidesc.EnvDir)
+	}
+	s.desc = d
 	s.routes = s.buildRoutes()
 	s.schema = graphql.MustParseSchema(graphqlSchema, &gqlRoot{s: s}, graphql.UseFieldResolvers(), graphql.MaxParallelism(1))
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
@@ -144,6 +158,7 @@ type handlerFunc func(c *call)
 type route struct {
 	method  string
 	pattern string
+	op      string // GitHub's operationId
 	segs    []string
 	h       handlerFunc
 }
@@ -205,9 +220,14 @@ type call struct {
 	params map[string]string
 	body   []byte
 	kind   TokenKind
-	app    *App         // JWT calls
-	tok    *accessToken // installation token calls
-	gql    string
+	op     string // operationId of the matched route
+	fault  bool   // an injected fault answered
+	// checked, when set, is what checkAnswer validates instead of out
+	// (the answer without parts the description cannot know).
+	checked []byte
+	app     *App         // JWT calls
+	tok     *accessToken // installation token calls
+	gql     string
 
 	status int
 	header http.Header
@@ -286,6 +306,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	c.authenticate()
 	fault := s.takeFault(r.Method, r.URL.Path)
 	if fault != nil && fault.Kind != FaultLoseResponse {
+		c.fault = true
 		c.writeFault(fault)
 		s.finish(w, c)
 		logIt(c.status)
@@ -300,7 +321,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		var h handlerFunc
 		for _, rt := range s.routes {
 			if params, ok := rt.match(segs); ok && rt.method == r.Method {
-				c.params, h = params, rt.h
+				c.params, h, c.op = params, rt.h, rt.op
 				break
 			}
 		}
@@ -335,6 +356,7 @@ func (s *Server) finish(w http.ResponseWriter, c *call) {
 	if c.header.Get("X-Ratelimit-Limit") == "" {
 		s.rateHeaders(c)
 	}
+	s.checkAnswer(c)
 	h := w.Header()
 	for k, v := range c.header {
 		h[k] = v
@@ -362,6 +384,37 @@ func (s *Server) finish(w http.ResponseWriter, c *call) {
 	w.WriteHeader(c.status)
 	if c.out != nil && c.status != http.StatusNoContent {
 		_, _ = w.Write(c.out)
+	}
+}
+
+// checkAnswer holds every answer to GitHub's description of its route: the
+// operation's documented response for that status, or GitHub's generic
+// error shape for an error status the operation does not list (401 Bad
+// credentials, for one, is possible everywhere). Injected faults and
+// GraphQL are not checked.
+func (s *Server) checkAnswer(c *call) {
+	if s.desc == nil || c.fault || c.r.URL.Path == "/graphql" {
+		return
+	}
+	body := c.out
+	if c.checked != nil {
+		body = c.checked
+	}
+	if c.status == http.StatusNoContent {
+		body = nil
+	}
+	var err error
+	if c.op == "" {
+		err = s.desc.CheckError(c.status, body)
+	} else {
+		err = s.desc.CheckResponse(c.op, c.status, body)
+		if errors.Is(err, apidesc.ErrUndocumented) && c.status >= 400 && s.desc.HasOperation(c.op) {
+			err = s.desc.CheckError(c.status, body)
+		}
+	}
+	if err != nil {
+		s.tb.Errorf("githubfake: %s %s answered %d, which GitHub's description (%s) does not allow: %v\nbody: %.3000s",
+			c.r.Method, c.r.URL.Path, c.status, cmp.Or(c.op, "no route"), err, body)
 	}
 }
 
