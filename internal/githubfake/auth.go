@@ -180,9 +180,10 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 		App:         app,
 		Account:     s.account(account, "User"),
 		Permissions: p,
-		Events:      []string{"issues", "issue_comment", "pull_request", "repository", "installation", "installation_repositories"},
-		created:     s.now(),
-		updated:     s.now(),
+		// Installation events reach every app; they are not subscribed to.
+		Events:  []string{"issues", "issue_comment", "pull_request", "repository"},
+		created: s.now(),
+		updated: s.now(),
 	}
 	if len(repos) > 0 {
 		in.Repos = lowerNames(repos)

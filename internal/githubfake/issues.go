@@ -33,7 +33,15 @@ type Issue struct {
 
 	created, updated, closed time.Time
 	closedBy                 *Account
-	viaApp                   *App // created through an app's token
+	viaApp                   *App              // created through an app's token
+	lastEdit                 map[string]string // title/body before the last edit
+	movedTo                  *issueLoc         // TransferIssue's target
+	deletedComments          []Comment
+}
+
+type issueLoc struct {
+	repo   *Repo
+	number int
 }
 
 // PullRequest holds what only pull requests have.
@@ -46,6 +54,7 @@ type PullRequest struct {
 	HeadSHA             string // last known head commit (kept when the branch is deleted)
 	MaintainerCanModify bool
 
+	prevHead string // head before the last push (synchronize's before)
 	baseSHA  string // base commit at merge time
 	mergedAt time.Time
 	mergedBy *Account
@@ -60,6 +69,7 @@ type Comment struct {
 
 	created, updated time.Time
 	viaApp           *App
+	prevBody         string
 }
 
 // IssueOptions configures AddIssue.
@@ -176,8 +186,11 @@ func (r *Repo) UpdateIssue(n int, edit func(*Issue)) {
 	if in == nil {
 		r.s.tb.Fatalf("githubfake: UpdateIssue: no #%d in %s", n, r.FullName())
 	}
-	before := in.State
+	before, title, body := in.State, in.Title, in.Body
 	edit(in)
+	if changed := editOf(title, body, in); len(changed) > 0 {
+		in.lastEdit = changed
+	}
 	after := in.State
 	in.State = before
 	r.setState(in, after, in.StateReason, r.Owner)
@@ -185,6 +198,17 @@ func (r *Repo) UpdateIssue(n int, edit func(*Issue)) {
 		r.ensureLabel(l)
 	}
 	in.updated = r.s.now()
+}
+
+func editOf(title, body string, in *Issue) map[string]string {
+	out := map[string]string{}
+	if in.Title != title {
+		out["title"] = title
+	}
+	if in.Body != body {
+		out["body"] = body
+	}
+	return out
 }
 
 // setState moves issue or pull request in to state ("open" or "closed")
@@ -374,11 +398,15 @@ func (c *call) validState(resource string, state *string) bool {
 }
 
 func (s *Server) applyIssueEdit(c *call, r *Repo, in *Issue, title, body, state *string, labels *[]string) {
-	if title != nil {
-		in.Title = *title
+	edit := map[string]string{}
+	if title != nil && *title != in.Title {
+		edit["title"], in.Title = in.Title, *title
 	}
-	if body != nil {
-		in.Body = *body
+	if body != nil && *body != in.Body {
+		edit["body"], in.Body = in.Body, *body
+	}
+	if len(edit) > 0 {
+		in.lastEdit = edit
 	}
 	if state != nil {
 		r.setState(in, *state, "", c.actor())
@@ -527,7 +555,7 @@ func (s *Server) handleUpdateComment(c *call) {
 	if !c.decode(&req) {
 		return
 	}
-	in.Comments[i].Body = req.Body
+	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, req.Body
 	in.Comments[i].updated = s.now()
 	c.json(http.StatusOK, s.commentJSON(r, in, in.Comments[i]))
 }
@@ -544,8 +572,8 @@ func (r *Repo) prHeadRepo(pr *PullRequest) *Repo {
 // prHeadSHA returns the live head commit, remembering it.
 func (r *Repo) prHeadSHA(pr *PullRequest) string {
 	if hr := r.prHeadRepo(pr); hr != nil && !pr.Merged {
-		if h, ok := hr.refHash("refs/heads/" + pr.Head); ok {
-			pr.HeadSHA = h.String()
+		if h, ok := hr.refHash("refs/heads/" + pr.Head); ok && h.String() != pr.HeadSHA {
+			pr.prevHead, pr.HeadSHA = pr.HeadSHA, h.String()
 		}
 	}
 	return pr.HeadSHA
@@ -839,4 +867,62 @@ func (r *Repo) prChanges(pr *PullRequest, head plumbing.Hash) ([]prChange, *Repo
 		out = append(out, ch)
 	}
 	return out, hr
+}
+
+// TransferIssue moves issue n to repository to, as "Transfer issue" does:
+// the issue gets a new number there and is gone here (an "issues
+// transferred" payload built afterwards names the new issue and
+// repository). It returns the new number.
+func (r *Repo) TransferIssue(n int, to *Repo) int {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil || in.PullRequest != nil {
+		r.s.tb.Fatalf("githubfake: TransferIssue: no issue #%d in %s", n, r.FullName())
+	}
+	moved := to.newIssue(in.Title, in.Body, r.s.account(in.Author, "User"), in.Labels, in.State == "closed", nil)
+	moved.Comments = slices.Clone(in.Comments)
+	in.movedTo = &issueLoc{repo: to, number: moved.Number}
+	delete(r.issues, n)
+	r.deleted[n] = in
+	return moved.Number
+}
+
+// DeleteIssue deletes issue n (an "issues deleted" payload can still be
+// built for it).
+func (r *Repo) DeleteIssue(n int) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil || in.PullRequest != nil {
+		r.s.tb.Fatalf("githubfake: DeleteIssue: no issue #%d in %s", n, r.FullName())
+	}
+	delete(r.issues, n)
+	r.deleted[n] = in
+}
+
+// EditComment changes comment id's body, as its author would (an
+// "issue_comment edited" payload carries the previous body).
+func (r *Repo) EditComment(id int64, body string) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in, i := r.s.findComment(r, id)
+	if in == nil {
+		r.s.tb.Fatalf("githubfake: EditComment: no comment %d in %s", id, r.FullName())
+	}
+	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, body
+	in.Comments[i].updated = r.s.now()
+}
+
+// DeleteComment deletes comment id ("issue_comment deleted" can still be
+// built for it).
+func (r *Repo) DeleteComment(id int64) {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in, i := r.s.findComment(r, id)
+	if in == nil {
+		r.s.tb.Fatalf("githubfake: DeleteComment: no comment %d in %s", id, r.FullName())
+	}
+	in.deletedComments = append(in.deletedComments, in.Comments[i])
+	in.Comments = slices.Delete(in.Comments, i, i+1)
 }

@@ -71,6 +71,9 @@ type Repo struct {
 	reviews       map[int][]*Review // by pull request number, oldest first
 	sarifs        []SARIFUpload
 	closing       map[int][]issueRef
+	deleted       map[int]*Issue // DeleteIssue keeps them for payloads
+	prevName      string         // before the last Rename
+	prevOwner     *Account       // before the last Transfer
 }
 
 type issueRef struct {
@@ -112,6 +115,7 @@ func (s *Server) AddRepo(owner, name string, opt RepoOptions) *Repo {
 		labels:        map[string]*label{},
 		protected:     map[string]bool{},
 		closing:       map[int][]issueRef{},
+		deleted:       map[int]*Issue{},
 		reviews:       map[int][]*Review{},
 	}
 	if r.DefaultBranch == "" {
@@ -172,6 +176,7 @@ func (r *Repo) Rename(name string) {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	delete(r.s.repos, strings.ToLower(r.FullName()))
+	r.prevName = r.Name
 	r.rekeyInstallations(func() { r.Name = name })
 }
 
@@ -180,6 +185,7 @@ func (r *Repo) Transfer(owner string) {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	delete(r.s.repos, strings.ToLower(r.FullName()))
+	r.prevOwner = r.Owner
 	r.rekeyInstallations(func() { r.Owner = r.s.account(owner, "User") })
 }
 

@@ -1,5 +1,11 @@
 package githubfake
 
+import (
+	"slices"
+
+	"github.com/quavon/quavon/internal/githubfake/apidesc"
+)
+
 // buildRoutes lists the endpoints the emulator serves, each with the
 // operationId GitHub's REST description gives it: every answer is checked
 // against that operation's documented responses (apidesc). GraphQL has none.
@@ -73,3 +79,19 @@ func (s *Server) buildRoutes() []route {
 	}
 	return out
 }
+
+// Operations returns the operationIds of the REST routes the emulator
+// serves, in route order (GraphQL has none).
+func (s *Server) Operations() []string {
+	var out []string
+	for _, r := range s.routes {
+		if r.op != "" && !slices.Contains(out, r.op) {
+			out = append(out, r.op)
+		}
+	}
+	return out
+}
+
+// Descriptions returns GitHub's descriptions every answer and payload is
+// checked against, or nil when they are not configured.
+func (s *Server) Descriptions() *apidesc.Descriptions { return s.desc }

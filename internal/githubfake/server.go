@@ -59,6 +59,7 @@ type Request struct {
 	InstallationID int64  // for installation tokens and JWT calls naming one
 	Status         int    // status sent (0 when the connection was dropped)
 	GraphQL        string // for POST /graphql: the root fields, e.g. "createCommitOnBranch"
+	Operation      string // GitHub's operationId of the route ("" when none matched)
 }
 
 // Server is the emulator. All exported methods are safe for concurrent use.
@@ -72,6 +73,8 @@ type Server struct {
 	schema *graphql.Schema
 	routes []route
 	desc   *apidesc.Descriptions // nil: answers are not checked
+	// corrupt rewrites answers (tests of the check only).
+	corrupt func([]byte) []byte
 
 	mu            sync.Mutex
 	offset        time.Duration
@@ -292,6 +295,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		entry.Status = status
 		entry.TokenKind = c.kind
 		entry.GraphQL = c.gql
+		entry.Operation = c.op
 		if c.tok != nil {
 			entry.InstallationID = c.tok.inst.ID
 		}
@@ -355,6 +359,9 @@ func (s *Server) finish(w http.ResponseWriter, c *call) {
 	}
 	if c.header.Get("X-Ratelimit-Limit") == "" {
 		s.rateHeaders(c)
+	}
+	if s.corrupt != nil && c.out != nil {
+		c.out = s.corrupt(c.out)
 	}
 	s.checkAnswer(c)
 	h := w.Header()

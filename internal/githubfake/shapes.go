@@ -54,7 +54,6 @@ func (s *Server) userJSON(a *Account) map[string]any {
 		"subscriptions_url": u + "/subscriptions", "organizations_url": u + "/orgs",
 		"repos_url": u + "/repos", "events_url": u + "/events{/privacy}",
 		"received_events_url": u + "/received_events", "type": a.Type, "site_admin": false,
-		"user_view_type": "public",
 	}
 }
 
@@ -202,7 +201,7 @@ func (s *Server) installationJSON(in *Installation) map[string]any {
 		sel = "selected"
 	}
 	out := map[string]any{
-		"id": in.ID, "client_id": fmt.Sprintf("Iv1.%016x", in.App.ID), "app_id": in.App.ID, "app_slug": in.App.Slug,
+		"id": in.ID, "app_id": in.App.ID, "app_slug": in.App.Slug,
 		"target_id": in.Account.ID, "target_type": in.Account.Type, "account": s.userJSON(in.Account),
 		"permissions": in.Permissions, "events": in.Events, "repository_selection": sel,
 		"access_tokens_url": fmt.Sprintf("%s/app/installations/%d/access_tokens", s.URL, in.ID),

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,6 +164,7 @@ func Load(dir string) (*Descriptions, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: "uri-template", Validate: validateURITemplate})
 	for url, doc := range map[string]any{restURL: d.rest, webhooksURL: d.webhooks, communityURL: d.community} {
 		if err := c.AddResource(url, doc); err != nil {
 			return nil, fmt.Errorf("apidesc.Load: %s: %w", url, err)
@@ -324,6 +326,38 @@ func (d *Descriptions) schema(loc string) (*jsonschema.Schema, error) {
 
 func escapePointer(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// validateURITemplate checks an RFC 6570 template: expressions in braces,
+// not nested, and a URI around them. (The validator's own splits the path
+// at "/" first, so it refuses GitHub's "{/sha}" expressions.)
+func validateURITemplate(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	var b strings.Builder
+	depth := 0
+	for _, ch := range s {
+		switch {
+		case ch == '{':
+			depth++
+		case ch == '}':
+			depth--
+		case depth == 0:
+			b.WriteRune(ch)
+		}
+		if depth < 0 || depth > 1 {
+			return errors.New("unbalanced or nested braces")
+		}
+	}
+	if depth != 0 {
+		return errors.New("no matching closing brace")
+	}
+	if _, err := url.Parse(b.String()); err != nil {
+		return err
+	}
+	return nil
 }
 
 var (
