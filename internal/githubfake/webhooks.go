@@ -266,7 +266,21 @@ func (s *Server) repositoryEvent(action string, in *Installation, r *Repo, sende
 	if changes != nil {
 		m["changes"] = changes
 	}
-	return s.checkPayload("repository", s.withContext(m, in, r, sender))
+	m = s.withContext(m, in, r, sender)
+	// The payload shows the repository after the action, whether or not
+	// the test changed the emulator's state first.
+	repo := m["repository"].(map[string]any)
+	switch action {
+	case "publicized":
+		repo["private"], repo["visibility"] = false, "public"
+	case "privatized":
+		repo["private"], repo["visibility"] = true, "private"
+	case "archived":
+		repo["archived"] = true
+	case "unarchived":
+		repo["archived"] = false
+	}
+	return s.checkPayload("repository", m)
 }
 
 // IssuesEvent builds "issues" for issue number (opened, edited, labeled,

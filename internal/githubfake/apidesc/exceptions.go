@@ -149,7 +149,8 @@ func follow(doc, s map[string]any) map[string]any {
 		}
 		switch {
 		case strings.HasPrefix(ref, "#/$defs/"):
-			s = asMap(asMap(doc["$defs"])[strings.TrimPrefix(ref, "#/$defs/")])
+			name := strings.NewReplacer("~1", "/", "~0", "~").Replace(strings.TrimPrefix(ref, "#/$defs/"))
+			s = asMap(asMap(doc["$defs"])[name])
 		case strings.HasPrefix(ref, "#/definitions/"):
 			s = asMap(asMap(doc["definitions"])[strings.TrimPrefix(ref, "#/definitions/")])
 		default:
