@@ -2,6 +2,7 @@ package githubfake
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/hex"
@@ -328,6 +329,15 @@ func (c *call) authenticate() {
 		return
 	}
 	scheme, cred, ok := strings.Cut(h, " ")
+	if ok && strings.EqualFold(scheme, "basic") {
+		// git's form: any user name, the token as password
+		// ("x-access-token:<token>").
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+			if _, pass, found := strings.Cut(string(raw), ":"); found {
+				scheme, cred = "token", pass
+			}
+		}
+	}
 	if !ok || (!strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token")) {
 		c.kind = TokenInvalid
 		c.fail(http.StatusUnauthorized, "Bad credentials")

@@ -126,7 +126,9 @@ func (r *Repo) AddPullRequest(opt PullRequestOptions) int {
 		r.s.tb.Fatalf("githubfake: AddPullRequest: no branch %s in %s", opt.Head, head.FullName())
 	}
 	pr := &PullRequest{Head: opt.Head, HeadRepo: head.FullName(), Base: opt.Base, Draft: opt.Draft, HeadSHA: sha.String()}
-	return r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), nil, opt.Closed, pr).Number
+	in := r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), nil, opt.Closed, pr)
+	r.syncPullRef(in)
+	return in.Number
 }
 
 func (r *Repo) newIssue(title, body string, author *Account, labels []string, closed bool, pr *PullRequest) *Issue {

@@ -308,6 +308,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// Faults answering before anything happens still authenticate first, so
 	// the log shows who was refused.
 	c.authenticate()
+	if s.serveGit(w, c) {
+		return
+	}
 	fault := s.takeFault(r.Method, r.URL.Path)
 	if fault != nil && fault.Kind != FaultLoseResponse {
 		c.fault = true
