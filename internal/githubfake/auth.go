@@ -2,9 +2,9 @@ package githubfake
 
 import (
 	"crypto/rand"
-	"encoding/base64"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
