@@ -197,8 +197,12 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 // account's owner); a suspended installation gets no tokens and its
 // tokens stop working.
 func (s *Server) SetSuspended(in *Installation, suspended bool) {
+	defer s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if in.Suspended == suspended {
+		return
+	}
 	in.Suspended = suspended
 	in.suspendedAt, in.suspendedBy = time.Time{}, nil
 	if suspended {
@@ -208,6 +212,11 @@ func (s *Server) SetSuspended(in *Installation, suspended bool) {
 		}
 	}
 	in.updated = s.now()
+	action, by := "unsuspend", in.Account.Login
+	if suspended {
+		action, by = "suspend", in.suspendedBy.Login
+	}
+	s.emitInstallation(in, "installation", func() map[string]any { return s.installationEvent(action, in, by) })
 }
 
 // Uninstall removes an installation and revokes its tokens.
@@ -226,13 +235,32 @@ func (s *Server) Uninstall(in *Installation) {
 // SetInstallationRepos changes a "selected" installation's repositories
 // ("owner/name"); nil switches it to all repositories.
 func (s *Server) SetInstallationRepos(in *Installation, repos []string) {
+	defer s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	before := s.installationRepos(in)
 	if repos == nil {
 		in.Repos = nil
-		return
+	} else {
+		in.Repos = lowerNames(repos)
 	}
-	in.Repos = lowerNames(repos)
+	after := s.installationRepos(in)
+	diff := func(a, b []*Repo) []string {
+		var out []string
+		for _, r := range a {
+			if !slices.Contains(b, r) {
+				out = append(out, r.FullName())
+			}
+		}
+		return out
+	}
+	for action, names := range map[string][]string{"added": diff(after, before), "removed": diff(before, after)} {
+		if len(names) > 0 {
+			s.emitInstallation(in, "installation_repositories", func() map[string]any {
+				return s.installationRepositoriesEvent(action, in, in.Account.Login, names...)
+			})
+		}
+	}
 }
 
 // lowerNames keys "owner/name" repository names as the emulator stores them.

@@ -160,6 +160,12 @@ func (c *call) applyCheck(cr *CheckRun, req checkReq) bool {
 }
 
 func (s *Server) checkRunJSON(r *Repo, cr *CheckRun) map[string]any {
+	return s.checkRunWithPulls(r, cr, r.pullsWithHead(cr.HeadSHA))
+}
+
+// checkRunWithPulls is checkRunJSON with its pull_requests computed once
+// for a list of runs on one commit.
+func (s *Server) checkRunWithPulls(r *Repo, cr *CheckRun, pulls []any) map[string]any {
 	var app map[string]any
 	for _, a := range s.apps {
 		if a.Slug == cr.App {
@@ -175,7 +181,7 @@ func (s *Server) checkRunJSON(r *Repo, cr *CheckRun) map[string]any {
 			"title": nilIfEmpty(cr.Title), "summary": nilIfEmpty(cr.Summary), "text": nilIfEmpty(cr.Text),
 			"annotations_count": len(cr.Annotations), "annotations_url": fmt.Sprintf("%s/check-runs/%d/annotations", r.api(), cr.ID),
 		},
-		"check_suite": map[string]any{"id": cr.ID + 1}, "app": app, "pull_requests": r.pullsWithHead(cr.HeadSHA),
+		"check_suite": map[string]any{"id": cr.ID + 1}, "app": app, "pull_requests": pulls,
 	}
 }
 
@@ -282,9 +288,10 @@ func (s *Server) handleListCheckRuns(c *call) {
 		return
 	}
 	list := []any{}
+	pulls := r.pullsWithHead(h.String())
 	for _, cr := range r.checkRuns {
 		if cr.HeadSHA == h.String() {
-			list = append(list, s.checkRunJSON(r, cr))
+			list = append(list, s.checkRunWithPulls(r, cr, pulls))
 		}
 	}
 	c.json(http.StatusOK, map[string]any{"total_count": len(list), "check_runs": paginate(c, list)})

@@ -288,12 +288,14 @@ func (r *Repo) Files(ref string) (map[string]string, error) {
 // would (unsigned, authored by the repository owner); a new branch starts
 // from the default branch. It returns the new SHA.
 func (r *Repo) Commit(branch string, files map[string]string, message string) string {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	h, err := r.commitFiles(branch, files, message, r.Owner)
 	if err != nil {
 		r.s.tb.Fatalf("githubfake: Commit: %v", err)
 	}
+	r.afterPush(branch, r.Owner.Login)
 	return h.String()
 }
 
@@ -937,6 +939,10 @@ func (s *Server) handleUpdateRef(c *call) {
 	if err := r.st.CheckAndSetReference(plumbing.NewHashReference(plumbing.ReferenceName(name), h), plumbing.NewHashReference(plumbing.ReferenceName(name), old)); err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
+	}
+	r.pushed = s.now()
+	if branch, ok := strings.CutPrefix(name, "refs/heads/"); ok {
+		r.afterPush(branch, c.actor().Login)
 	}
 	c.json(http.StatusOK, r.refJSON(name, h))
 }

@@ -105,13 +105,17 @@ func (in Issue) clone() Issue {
 
 // AddIssue creates an issue as a human would and returns its number.
 func (r *Repo) AddIssue(opt IssueOptions) int {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
-	return r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), opt.Labels, opt.Closed, nil).Number
+	in := r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), opt.Labels, opt.Closed, nil)
+	r.issueOpened(in, in.Author)
+	return in.Number
 }
 
 // AddPullRequest creates a pull request as a human would and returns its number.
 func (r *Repo) AddPullRequest(opt PullRequestOptions) int {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	head := opt.HeadRepo
@@ -128,6 +132,7 @@ func (r *Repo) AddPullRequest(opt PullRequestOptions) int {
 	pr := &PullRequest{Head: opt.Head, HeadRepo: head.FullName(), Base: opt.Base, Draft: opt.Draft, HeadSHA: sha.String()}
 	in := r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), nil, opt.Closed, pr)
 	r.syncPullRef(in)
+	r.issueOpened(in, in.Author)
 	return in.Number
 }
 
@@ -182,12 +187,15 @@ func (r *Repo) Issues() []Issue {
 // UpdateIssue edits issue or pull request n in place (state, labels,
 // draft, head, ...), as activity on GitHub would.
 func (r *Repo) UpdateIssue(n int, edit func(*Issue)) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
 	if in == nil {
 		r.s.tb.Fatalf("githubfake: UpdateIssue: no #%d in %s", n, r.FullName())
 	}
+	snap := snapshotOf(in)
+	defer func() { r.issueChanged(in, snap, r.Owner.Login) }()
 	before, title, body := in.State, in.Title, in.Body
 	edit(in)
 	if changed := editOf(title, body, in); len(changed) > 0 {
@@ -243,6 +251,7 @@ func (r *Repo) setState(in *Issue, state, reason string, by *Account) {
 
 // AddComment adds a comment by author to issue or pull request n.
 func (r *Repo) AddComment(n int, author, body string) int64 {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
@@ -251,6 +260,7 @@ func (r *Repo) AddComment(n int, author, body string) int64 {
 	}
 	cm := Comment{ID: r.s.newID(), Author: r.s.account(author, "User").Login, Body: body, created: r.s.now()}
 	in.Comments = append(in.Comments, cm)
+	r.emitComment(in, cm.ID, "created", cm.Author)
 	return cm.ID
 }
 
@@ -357,6 +367,7 @@ func (s *Server) handleCreateIssue(c *call) {
 	}
 	in := r.newIssue(title, req.Body, c.actor(), req.Labels, false, nil)
 	in.viaApp = c.tok.inst.App
+	r.issueOpened(in, in.Author)
 	c.header.Set("Location", fmt.Sprintf("%s/issues/%d", r.api(), in.Number))
 	c.json(http.StatusCreated, s.issueJSON(r, in))
 }
@@ -383,7 +394,9 @@ func (s *Server) handleUpdateIssue(c *call) {
 		c.validationFailed("Validation Failed", map[string]any{"resource": "Issue", "field": "state_reason", "code": "invalid"})
 		return
 	}
+	snap := snapshotOf(in)
 	s.applyIssueEdit(c, r, in, req.Title, req.Body, req.State, req.Labels)
+	r.issueChanged(in, snap, c.actor().Login)
 	if req.StateReason != nil {
 		r.setState(in, in.State, *req.StateReason, c.actor())
 	}
@@ -438,11 +451,13 @@ func (s *Server) handleAddLabels(c *call) {
 		c.fail(http.StatusBadRequest, "Problems parsing JSON")
 		return
 	}
+	snap := snapshotOf(in)
 	for _, l := range names {
 		if !slices.ContainsFunc(in.Labels, func(x string) bool { return strings.EqualFold(x, l) }) {
 			in.Labels = append(in.Labels, r.ensureLabel(l).name)
 		}
 	}
+	r.issueChanged(in, snap, c.actor().Login)
 	in.updated = s.now()
 	c.json(http.StatusOK, s.issueLabels(r, in))
 }
@@ -474,7 +489,9 @@ func (s *Server) handleRemoveLabel(c *call) {
 		c.fail(http.StatusNotFound, "Label does not exist")
 		return
 	}
+	snap := snapshotOf(in)
 	in.Labels = slices.Delete(in.Labels, i, i+1)
+	r.issueChanged(in, snap, c.actor().Login)
 	c.json(http.StatusOK, s.issueLabels(r, in))
 }
 
@@ -511,6 +528,7 @@ func (s *Server) handleCreateComment(c *call) {
 	}
 	cm := Comment{ID: s.newID(), Author: c.actor().Login, Body: *req.Body, created: s.now(), viaApp: c.tok.inst.App}
 	in.Comments = append(in.Comments, cm)
+	r.emitComment(in, cm.ID, "created", cm.Author)
 	c.header.Set("Location", fmt.Sprintf("%s/issues/comments/%d", r.api(), cm.ID))
 	c.json(http.StatusCreated, s.commentJSON(r, in, cm))
 }
@@ -559,6 +577,7 @@ func (s *Server) handleUpdateComment(c *call) {
 	}
 	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, req.Body
 	in.Comments[i].updated = s.now()
+	r.emitComment(in, id, "edited", c.actor().Login)
 	c.json(http.StatusOK, s.commentJSON(r, in, in.Comments[i]))
 }
 
@@ -738,6 +757,7 @@ func (s *Server) handleCreatePull(c *call) {
 	in := r.newIssue(req.Title, req.Body, c.actor(), nil, false, pr)
 	in.viaApp = c.tok.inst.App
 	r.syncPullRef(in)
+	r.issueOpened(in, in.Author)
 	c.header.Set("Location", fmt.Sprintf("%s/pulls/%d", r.api(), in.Number))
 	c.json(http.StatusCreated, s.pullJSON(r, in))
 }
@@ -792,7 +812,9 @@ func (s *Server) handleUpdatePull(c *call) {
 		}
 		in.PullRequest.Base = *req.Base
 	}
+	snap := snapshotOf(in)
 	s.applyIssueEdit(c, r, in, req.Title, req.Body, req.State, nil)
+	r.issueChanged(in, snap, c.actor().Login)
 	c.json(http.StatusOK, s.pullJSON(r, in))
 }
 
@@ -876,6 +898,7 @@ func (r *Repo) prChanges(pr *PullRequest, head plumbing.Hash) ([]prChange, *Repo
 // transferred" payload built afterwards names the new issue and
 // repository). It returns the new number.
 func (r *Repo) TransferIssue(n int, to *Repo) int {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
@@ -887,12 +910,17 @@ func (r *Repo) TransferIssue(n int, to *Repo) int {
 	in.movedTo = &issueLoc{repo: to, number: moved.Number}
 	delete(r.issues, n)
 	r.deleted[n] = in
+	r.s.emit(r, "issues", func(inst *Installation) map[string]any {
+		return r.s.issuesEvent("transferred", inst, r, n, r.Owner.Login, "")
+	})
+	to.issueOpened(moved, r.Owner.Login)
 	return moved.Number
 }
 
 // DeleteIssue deletes issue n (an "issues deleted" payload can still be
 // built for it).
 func (r *Repo) DeleteIssue(n int) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
@@ -901,11 +929,15 @@ func (r *Repo) DeleteIssue(n int) {
 	}
 	delete(r.issues, n)
 	r.deleted[n] = in
+	r.s.emit(r, "issues", func(inst *Installation) map[string]any {
+		return r.s.issuesEvent("deleted", inst, r, n, r.Owner.Login, "")
+	})
 }
 
 // EditComment changes comment id's body, as its author would (an
 // "issue_comment edited" payload carries the previous body).
 func (r *Repo) EditComment(id int64, body string) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in, i := r.s.findComment(r, id)
@@ -914,11 +946,13 @@ func (r *Repo) EditComment(id int64, body string) {
 	}
 	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, body
 	in.Comments[i].updated = r.s.now()
+	r.emitComment(in, id, "edited", in.Comments[i].Author)
 }
 
 // DeleteComment deletes comment id ("issue_comment deleted" can still be
 // built for it).
 func (r *Repo) DeleteComment(id int64) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in, i := r.s.findComment(r, id)
@@ -927,4 +961,11 @@ func (r *Repo) DeleteComment(id int64) {
 	}
 	in.deletedComments = append(in.deletedComments, in.Comments[i])
 	in.Comments = slices.Delete(in.Comments, i, i+1)
+	r.emitComment(in, id, "deleted", r.Owner.Login)
+}
+
+func (r *Repo) emitComment(in *Issue, id int64, action, sender string) {
+	r.s.emit(r, "issue_comment", func(inst *Installation) map[string]any {
+		return r.s.issueCommentEvent(action, inst, r, in.Number, id, sender)
+	})
 }

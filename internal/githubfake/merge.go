@@ -354,6 +354,7 @@ func (r *Repo) lineCounts(hr *Repo, ch prChange) (add, del int) {
 // branch, the pull request closed and merged by login. A conflict, a
 // draft or a closed pull request is an error.
 func (r *Repo) MergePullRequest(n int, login string) (string, error) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
@@ -387,5 +388,9 @@ func (r *Repo) MergePullRequest(n int, login string) (string, error) {
 	pr.baseSHA = tc.ParentHashes[0].String()
 	pr.Merged, pr.mergedAt, pr.mergedBy, pr.mergeSHA = true, r.s.now(), by, h.String()
 	r.setState(in, "closed", "", by)
+	r.s.emit(r, "pull_request", func(inst *Installation) map[string]any {
+		return r.s.pullRequestEvent("closed", inst, r, n, login, "")
+	})
+	r.afterPush(pr.Base, login)
 	return h.String(), nil
 }

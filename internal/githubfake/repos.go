@@ -173,20 +173,24 @@ func (s *Server) sortedInstallations() []*Installation {
 
 // Rename renames the repository (old URLs stop resolving).
 func (r *Repo) Rename(name string) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	delete(r.s.repos, strings.ToLower(r.FullName()))
 	r.prevName = r.Name
 	r.rekeyInstallations(func() { r.Name = name })
+	r.s.emitRepo(r, "renamed", r.Owner.Login)
 }
 
 // Transfer moves the repository to another account.
 func (r *Repo) Transfer(owner string) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	delete(r.s.repos, strings.ToLower(r.FullName()))
 	r.prevOwner = r.Owner
 	r.rekeyInstallations(func() { r.Owner = r.s.account(owner, "User") })
+	r.s.emitRepo(r, "transferred", r.Owner.Login)
 }
 
 func (r *Repo) rekeyInstallations(change func()) {
@@ -204,16 +208,34 @@ func (r *Repo) rekeyInstallations(change func()) {
 
 // SetPrivate changes the visibility.
 func (r *Repo) SetPrivate(private bool) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
+	if r.Private == private {
+		return
+	}
 	r.Private = private
+	action := "publicized"
+	if private {
+		action = "privatized"
+	}
+	r.s.emitRepo(r, action, r.Owner.Login)
 }
 
 // SetArchived archives or unarchives the repository.
 func (r *Repo) SetArchived(archived bool) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
+	if r.Archived == archived {
+		return
+	}
 	r.Archived = archived
+	action := "unarchived"
+	if archived {
+		action = "archived"
+	}
+	r.s.emitRepo(r, action, r.Owner.Login)
 }
 
 // SetDefaultBranch changes the default branch (it need not exist).
@@ -225,8 +247,10 @@ func (r *Repo) SetDefaultBranch(branch string) {
 
 // Delete removes the repository.
 func (r *Repo) Delete() {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
+	r.s.emitRepo(r, "deleted", r.Owner.Login)
 	r.Deleted = true
 	delete(r.s.repos, strings.ToLower(r.FullName()))
 }

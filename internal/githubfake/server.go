@@ -87,6 +87,7 @@ type Server struct {
 	faults        []*Fault
 	requests      []Request
 	rateUsed      map[string]int // per rate-limit bucket
+	auto          autoState
 }
 
 // New starts an emulator that is closed when the test ends.
@@ -101,6 +102,7 @@ func New(tb testing.TB) *Server {
 		tokens:        map[string]*accessToken{},
 		repos:         map[string]*Repo{},
 		rateUsed:      map[string]int{},
+		auto:          autoState{apps: map[int64]bool{}},
 	}
 	d, ok, err := apidesc.Shared()
 	switch {
@@ -116,6 +118,7 @@ func New(tb testing.TB) *Server {
 	s.URL = s.hs.URL
 	s.client = &http.Client{Timeout: 30 * time.Second}
 	tb.Cleanup(s.hs.Close)
+	tb.Cleanup(s.WaitDeliveries) // registered last: runs before the server closes
 	return s
 }
 
@@ -286,6 +289,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs, ok := splitPath(r.URL.EscapedPath())
+	defer s.flushAsync() // webhooks of API writes, after the answer
 	s.mu.Lock()
 	defer s.mu.Unlock()
 

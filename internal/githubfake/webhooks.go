@@ -24,6 +24,7 @@ type Delivery struct {
 	Header     http.Header // request headers sent
 	StatusCode int         // receiver's answer
 	Response   []byte      // receiver's body (first 64 KiB)
+	Err        error       // automatic deliveries: why posting failed
 }
 
 // Sign returns the X-Hub-Signature-256 value of body under secret.
@@ -213,6 +214,10 @@ func (s *Server) installationEvent(action string, in *Installation, sender strin
 func (s *Server) InstallationRepositoriesEvent(action string, in *Installation, sender string, repos ...string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.installationRepositoriesEvent(action, in, sender, repos...)
+}
+
+func (s *Server) installationRepositoriesEvent(action string, in *Installation, sender string, repos ...string) map[string]any {
 	list := []any{}
 	for _, n := range repos {
 		if r := s.repos[strings.ToLower(n)]; r != nil {
@@ -356,10 +361,10 @@ func (s *Server) issueCommentEvent(action string, in *Installation, r *Repo, num
 func (s *Server) PullRequestEvent(action string, in *Installation, r *Repo, number int, sender string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.pullRequestEvent(action, in, r, number, sender)
+	return s.pullRequestEvent(action, in, r, number, sender, "")
 }
 
-func (s *Server) pullRequestEvent(action string, in *Installation, r *Repo, number int, sender string) map[string]any {
+func (s *Server) pullRequestEvent(action string, in *Installation, r *Repo, number int, sender, label string) map[string]any {
 	is := s.mustIssue(r, number)
 	if is.PullRequest == nil {
 		s.tb.Fatalf("githubfake: PullRequestEvent: #%d is not a pull request", number)
@@ -376,6 +381,8 @@ func (s *Server) pullRequestEvent(action string, in *Installation, r *Repo, numb
 		m["before"], m["after"] = before, after
 	case "edited":
 		m["changes"] = changesJSON(is.lastEdit)
+	case "labeled", "unlabeled":
+		m["label"] = s.labelJSON(r, label)
 	}
 	return s.checkPayload("pull_request", s.withContext(m, in, r, sender))
 }
