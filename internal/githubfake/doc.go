@@ -147,6 +147,25 @@
 // comments (DeleteIssue, DeleteComment) can still be described; build an
 // "installation deleted" payload before calling Uninstall.
 //
+// # Automatic delivery
+//
+// AutoDeliver(app) makes the emulator's own state changes deliver the
+// webhooks GitHub would send to app (opening an issue or pull request,
+// labelling, commenting, pushing to a head, merging, suspending, ...),
+// built by the builders above; see autodeliver.go for the list. Helper
+// changes deliver before the helper returns, API writes after the answer
+// (WaitDeliveries, Deliveries).
+//
+// # Git over HTTP
+//
+// URL/<owner>/<repo>.git serves git fetch and clone (smart HTTP, protocol
+// v0: go-git's server side has no v2; no shallow, filter or side-band)
+// with the REST API's token rules: contents:read on a repository in the
+// token's scope, public repositories open, suspended installations 403,
+// expired tokens 401. Tokens come as Basic "x-access-token:<token>" or a
+// bearer header. Refs include refs/pull/<n>/head and /merge. Pushes go
+// through Repo.Commit or the git data API.
+//
 // # Fidelity
 //
 // With $QUAVON_TEST_GITHUB_DESCRIPTIONS set (scripts/test does; it is
