@@ -21,7 +21,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -198,11 +197,6 @@ func (d *Descriptions) RuleTypes() []string { return slices.Clone(d.ruleTypes) }
 // ErrUndocumented means the operation, status or webhook is not in GitHub's
 // description at all.
 var ErrUndocumented = errors.New("not in GitHub's description")
-
-// Statuses returns the statuses documented for operationID, sorted.
-func (d *Descriptions) Statuses(operationID string) []string {
-	return slices.Sorted(maps.Keys(d.ops[operationID]))
-}
 
 // HasOperation reports whether operationID is described.
 func (d *Descriptions) HasOperation(operationID string) bool { _, ok := d.ops[operationID]; return ok }
