@@ -106,21 +106,6 @@ func (s *Server) flush() {
 	}
 }
 
-// flushAsync delivers the queue of an API call after its answer.
-func (s *Server) flushAsync() {
-	s.mu.Lock()
-	empty := len(s.auto.outbox) == 0
-	s.mu.Unlock()
-	if empty {
-		return
-	}
-	s.auto.wg.Add(1)
-	go func() {
-		defer s.auto.wg.Done()
-		s.flush()
-	}()
-}
-
 // issueSnapshot is what an edit can change, to tell which events it makes.
 type issueSnapshot struct {
 	title, body, state string

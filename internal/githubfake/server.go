@@ -289,9 +289,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs, ok := splitPath(r.URL.EscapedPath())
-	defer s.flushAsync() // webhooks of API writes, after the answer
+	// Webhooks of API writes go out after the answer; the delivery is
+	// counted (WaitDeliveries) before the answer can reach the client.
+	pending := false
+	defer func() {
+		if pending {
+			go func() {
+				defer s.auto.wg.Done()
+				s.flush()
+			}()
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	reserve := func() {
+		if len(s.auto.outbox) > 0 && !pending {
+			pending = true
+			s.auto.wg.Add(1)
+		}
+	}
 
 	c := &call{s: s, r: r, body: body, header: http.Header{}, kind: TokenNone}
 	entry := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
@@ -319,6 +335,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if fault != nil && fault.Kind != FaultLoseResponse {
 		c.fault = true
 		c.writeFault(fault)
+		reserve()
 		s.finish(w, c)
 		logIt(c.status)
 		return
@@ -343,6 +360,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	reserve()
 	if fault != nil && fault.Kind == FaultLoseResponse {
 		// The write happened; the client never learns about it.
 		logIt(0)
