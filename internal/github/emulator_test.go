@@ -13,7 +13,7 @@ import (
 
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
-	"github.com/quavon/quavon/internal/testenv"
+	"github.com/quavon/quavon/internal/testenv/testbroker"
 	"github.com/quavon/quavon/internal/tokenbroker"
 )
 
@@ -67,10 +67,10 @@ func newConn(t testing.TB, srv *githubfake.Server, kind github.AppKind, fa *gith
 	return b.Conn(t, role, github.TransportConfig{Now: srv.Now, Sleep: sl.Sleep}), sl
 }
 
-func newBroker(t testing.TB, srv *githubfake.Server, kind github.AppKind, fa *githubfake.App) (*testenv.Broker, *sleeper) {
+func newBroker(t testing.TB, srv *githubfake.Server, kind github.AppKind, fa *githubfake.App) (*testbroker.Broker, *sleeper) {
 	t.Helper()
 	sl := &sleeper{srv: srv}
-	return testenv.StartBroker(t, srv, map[github.AppKind]*githubfake.App{kind: fa}, testenv.BrokerOptions{
+	return testbroker.Start(t, srv, map[github.AppKind]*githubfake.App{kind: fa}, testbroker.Options{
 		HTTP: github.TransportConfig{Sleep: sl.Sleep}}), sl
 }
 
@@ -161,7 +161,7 @@ func TestEmulatorMintRefusals(t *testing.T) {
 	evil := srv.Install(fa, "evil", map[string]string{"contents": "write", "pull_requests": "write"})
 	ra := srv.RegisterApp("quavon-review")
 	narrow := srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"}, "acme/app")
-	b := testenv.StartBroker(t, srv, map[github.AppKind]*githubfake.App{github.AppFixer: fa, github.AppReview: ra}, testenv.BrokerOptions{})
+	b := testbroker.Start(t, srv, map[github.AppKind]*githubfake.App{github.AppFixer: fa, github.AppReview: ra}, testbroker.Options{})
 	bc := b.Client(t, tokenbroker.RolePublisher)
 	ctx := context.Background()
 	mint := func(id int64, repo string, set github.TokenSet) (*github.InstallationToken, error) {

@@ -84,11 +84,14 @@ type Tree struct {
 	Truncated bool
 }
 
-// NewPullRequest converts go-github's pull request.
+// NewPullRequest converts go-github's pull request, from GET one (the full
+// form) or a list (the simple form). The simple form has no "merged": a
+// pull request is merged when either says so, since merged_at is set
+// exactly when it was merged.
 func NewPullRequest(p *gh.PullRequest) PullRequest {
 	pr := PullRequest{
 		Number: p.GetNumber(), NodeID: p.GetNodeID(), State: p.GetState(), Draft: p.GetDraft(),
-		Merged: p.GetMerged(), Title: p.GetTitle(), Body: p.GetBody(),
+		Merged: p.GetMerged() || p.MergedAt != nil, Title: p.GetTitle(), Body: p.GetBody(),
 		Author: p.GetUser().GetLogin(), AuthorID: p.GetUser().GetID(),
 		HeadRef: p.GetHead().GetRef(), HeadSHA: p.GetHead().GetSHA(),
 		BaseRef: p.GetBase().GetRef(), BaseSHA: p.GetBase().GetSHA(), HTMLURL: p.GetHTMLURL(),
@@ -104,8 +107,22 @@ func newRepository(r *gh.Repository) Repository {
 	return Repository{
 		ID: r.GetID(), NodeID: r.GetNodeID(), Owner: r.GetOwner().GetLogin(), Name: r.GetName(),
 		FullName: r.GetFullName(), DefaultBranch: r.GetDefaultBranch(), Private: r.GetPrivate(),
-		Visibility: r.GetVisibility(), Archived: r.GetArchived(), Fork: r.GetFork(),
+		Visibility: visibility(r.GetVisibility(), r.GetPrivate()), Archived: r.GetArchived(), Fork: r.GetFork(),
 	}
+}
+
+// visibility is the repository's visibility; GitHub's descriptions make
+// the field optional (older GitHub Enterprise Server versions omit it), so
+// without it private decides: a private repository is never reported as
+// public.
+func visibility(v string, private bool) string {
+	switch {
+	case v != "":
+		return v
+	case private:
+		return "private"
+	}
+	return "public"
 }
 
 func newIssue(i *gh.Issue) Issue {

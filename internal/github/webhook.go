@@ -259,7 +259,7 @@ func parseRepository(p rawPayload) (*RepositoryEvent, error) {
 	}
 	ev := &RepositoryEvent{
 		Action: p.Action, InstallationID: p.Installation.ID, Repository: refs[0], Owner: owner,
-		Archived: p.Repository.Archived, Visibility: p.Repository.Visibility, Sender: Account(p.Sender),
+		Archived: p.Repository.Archived, Visibility: visibility(p.Repository.Visibility, p.Repository.Private), Sender: Account(p.Sender),
 	}
 	switch p.Action {
 	case "renamed":

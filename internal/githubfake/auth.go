@@ -4,10 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
-	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -73,8 +73,10 @@ type App struct {
 	PrivateKeyPEM []byte // PKCS#1, as GitHub hands it out
 	WebhookSecret string
 	Bot           *Account // "<slug>[bot]"
+	Owner         *Account // who registered it (nil: its bot)
 
 	webhookURL string
+	created    time.Time
 }
 
 // Installation is an app installed on an account.
@@ -89,7 +91,9 @@ type Installation struct {
 	Repos     []string
 	Suspended bool
 	Removed   bool
-	created   time.Time
+
+	created, updated, suspendedAt time.Time
+	suspendedBy                   *Account
 }
 
 type accessToken struct {
@@ -117,6 +121,7 @@ func (s *Server) RegisterApp(slug string) *App {
 		PrivateKey:    key,
 		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		WebhookSecret: hex.EncodeToString(secret),
+		created:       s.now(),
 	}
 	app.Bot = s.account(slug+"[bot]", "Bot")
 	s.apps[app.ID] = app
@@ -176,8 +181,10 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 		App:         app,
 		Account:     s.account(account, "User"),
 		Permissions: p,
-		Events:      []string{"issues", "issue_comment", "pull_request", "repository", "installation", "installation_repositories"},
-		created:     s.now(),
+		// Installation events reach every app; they are not subscribed to.
+		Events:  []string{"issues", "issue_comment", "pull_request", "repository"},
+		created: s.now(),
+		updated: s.now(),
 	}
 	if len(repos) > 0 {
 		in.Repos = lowerNames(repos)
@@ -186,12 +193,30 @@ func (s *Server) Install(app *App, account string, perms map[string]string, repo
 	return in
 }
 
-// SetSuspended suspends or unsuspends an installation; a suspended
-// installation gets no tokens and its tokens stop working.
+// SetSuspended suspends or unsuspends an installation (suspended by the
+// account's owner); a suspended installation gets no tokens and its
+// tokens stop working.
 func (s *Server) SetSuspended(in *Installation, suspended bool) {
+	defer s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if in.Suspended == suspended {
+		return
+	}
 	in.Suspended = suspended
+	in.suspendedAt, in.suspendedBy = time.Time{}, nil
+	if suspended {
+		in.suspendedAt, in.suspendedBy = s.now(), in.Account
+		if in.Account.Type == "Organization" {
+			in.suspendedBy = s.account(in.Account.Login+"-admin", "User")
+		}
+	}
+	in.updated = s.now()
+	action, by := "unsuspend", in.Account.Login
+	if suspended {
+		action, by = "suspend", in.suspendedBy.Login
+	}
+	s.emitInstallation(in, "installation", func() map[string]any { return s.installationEvent(action, in, by) })
 }
 
 // Uninstall removes an installation and revokes its tokens.
@@ -210,13 +235,32 @@ func (s *Server) Uninstall(in *Installation) {
 // SetInstallationRepos changes a "selected" installation's repositories
 // ("owner/name"); nil switches it to all repositories.
 func (s *Server) SetInstallationRepos(in *Installation, repos []string) {
+	defer s.flush()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	before := s.installationRepos(in)
 	if repos == nil {
 		in.Repos = nil
-		return
+	} else {
+		in.Repos = lowerNames(repos)
 	}
-	in.Repos = lowerNames(repos)
+	after := s.installationRepos(in)
+	diff := func(a, b []*Repo) []string {
+		var out []string
+		for _, r := range a {
+			if !slices.Contains(b, r) {
+				out = append(out, r.FullName())
+			}
+		}
+		return out
+	}
+	for action, names := range map[string][]string{"added": diff(after, before), "removed": diff(before, after)} {
+		if len(names) > 0 {
+			s.emitInstallation(in, "installation_repositories", func() map[string]any {
+				return s.installationRepositoriesEvent(action, in, in.Account.Login, names...)
+			})
+		}
+	}
 }
 
 // lowerNames keys "owner/name" repository names as the emulator stores them.
@@ -313,6 +357,15 @@ func (c *call) authenticate() {
 		return
 	}
 	scheme, cred, ok := strings.Cut(h, " ")
+	if ok && strings.EqualFold(scheme, "basic") {
+		// git's form: any user name, the token as password
+		// ("x-access-token:<token>").
+		if raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cred)); err == nil {
+			if _, pass, found := strings.Cut(string(raw), ":"); found {
+				scheme, cred = "token", pass
+			}
+		}
+	}
 	if !ok || (!strings.EqualFold(scheme, "bearer") && !strings.EqualFold(scheme, "token")) {
 		c.kind = TokenInvalid
 		c.fail(http.StatusUnauthorized, "Bad credentials")
@@ -429,6 +482,10 @@ func (c *call) repoAccess(public bool, needs ...need) *Repo {
 		}
 		return r
 	}
+	if r.Archived && slices.ContainsFunc(needs, func(n need) bool { return n.level != Read }) && !public {
+		c.forbidden403("Repository was archived so is read-only.")
+		return nil
+	}
 	t := c.tok
 	inScope := t.inst.covers(r) && (t.repos == nil || slices.Contains(t.repos, strings.ToLower(r.FullName())))
 	if !inScope {
@@ -457,6 +514,8 @@ func (c *call) repoAccess(public bool, needs ...need) *Repo {
 	return nil
 }
 
+func (c *call) forbidden403(msg string) { c.fail(http.StatusForbidden, msg) }
+
 // requireJWT refuses calls not made with a valid app JWT.
 func (c *call) requireJWT() bool {
 	if c.kind == TokenJWT {
@@ -475,36 +534,6 @@ func (c *call) actor() *Account {
 }
 
 // --- /app endpoints ---
-
-func (s *Server) installationJSON(in *Installation) map[string]any {
-	sel := "all"
-	if in.Repos != nil {
-		sel = "selected"
-	}
-	out := map[string]any{
-		"id":                   in.ID,
-		"app_id":               in.App.ID,
-		"app_slug":             in.App.Slug,
-		"target_id":            in.Account.ID,
-		"target_type":          in.Account.Type,
-		"account":              s.userJSON(in.Account),
-		"permissions":          in.Permissions,
-		"events":               in.Events,
-		"repository_selection": sel,
-		"access_tokens_url":    fmt.Sprintf("%s/app/installations/%d/access_tokens", s.URL, in.ID),
-		"repositories_url":     s.URL + "/installation/repositories",
-		"html_url":             fmt.Sprintf("https://github.com/settings/installations/%d", in.ID),
-		"created_at":           in.created.Format(time.RFC3339),
-		"updated_at":           in.created.Format(time.RFC3339),
-		"single_file_name":     nil,
-		"suspended_at":         nil,
-		"suspended_by":         nil,
-	}
-	if in.Suspended {
-		out["suspended_at"] = s.now().Format(time.RFC3339)
-	}
-	return out
-}
 
 // ownInstallation resolves {installation_id} for the calling app's JWT; an
 // installation of another app is 404, as on GitHub.

@@ -160,10 +160,16 @@ func (c *call) applyCheck(cr *CheckRun, req checkReq) bool {
 }
 
 func (s *Server) checkRunJSON(r *Repo, cr *CheckRun) map[string]any {
+	return s.checkRunWithPulls(r, cr, r.pullsWithHead(cr.HeadSHA))
+}
+
+// checkRunWithPulls is checkRunJSON with its pull_requests computed once
+// for a list of runs on one commit.
+func (s *Server) checkRunWithPulls(r *Repo, cr *CheckRun, pulls []any) map[string]any {
 	var app map[string]any
 	for _, a := range s.apps {
 		if a.Slug == cr.App {
-			app = map[string]any{"id": a.ID, "slug": a.Slug, "name": a.Name, "node_id": nodeID("A", a.ID)}
+			app = s.appJSON(a)
 		}
 	}
 	return map[string]any{
@@ -175,8 +181,29 @@ func (s *Server) checkRunJSON(r *Repo, cr *CheckRun) map[string]any {
 			"title": nilIfEmpty(cr.Title), "summary": nilIfEmpty(cr.Summary), "text": nilIfEmpty(cr.Text),
 			"annotations_count": len(cr.Annotations), "annotations_url": fmt.Sprintf("%s/check-runs/%d/annotations", r.api(), cr.ID),
 		},
-		"check_suite": map[string]any{"id": cr.ID + 1}, "app": app, "pull_requests": []any{},
+		"check_suite": map[string]any{"id": cr.ID + 1}, "app": app, "pull_requests": pulls,
 	}
+}
+
+// pullsWithHead is a check run's pull_requests: the open pull requests of
+// this repository whose head is sha (GitHub leaves out those from forks).
+func (r *Repo) pullsWithHead(sha string) []any {
+	out := []any{}
+	short := func(rr *Repo) map[string]any {
+		return map[string]any{"id": rr.ID, "url": rr.api(), "name": rr.Name}
+	}
+	for _, in := range r.sortedIssues() {
+		pr := in.PullRequest
+		if pr == nil || in.State != "open" || r.prHeadRepo(pr) != r || r.prHeadSHA(pr) != sha {
+			continue
+		}
+		out = append(out, map[string]any{
+			"id": in.ID, "number": in.Number, "url": fmt.Sprintf("%s/pulls/%d", r.api(), in.Number),
+			"head": map[string]any{"ref": pr.Head, "sha": sha, "repo": short(r)},
+			"base": map[string]any{"ref": pr.Base, "sha": r.prBaseSHA(pr), "repo": short(r)},
+		})
+	}
+	return out
 }
 
 func (s *Server) handleCreateCheckRun(c *call) {
@@ -261,9 +288,10 @@ func (s *Server) handleListCheckRuns(c *call) {
 		return
 	}
 	list := []any{}
+	pulls := r.pullsWithHead(h.String())
 	for _, cr := range r.checkRuns {
 		if cr.HeadSHA == h.String() {
-			list = append(list, s.checkRunJSON(r, cr))
+			list = append(list, s.checkRunWithPulls(r, cr, pulls))
 		}
 	}
 	c.json(http.StatusOK, map[string]any{"total_count": len(list), "check_runs": paginate(c, list)})

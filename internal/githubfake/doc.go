@@ -98,7 +98,9 @@
 //
 // # Lists
 //
-// The list endpoints (installations, installation repositories, issues,
+// GET git/matching-refs/{prefix} lists refs (the legacy GET git/refs is not
+// in GitHub's description and not served). The list endpoints
+// (installations, installation repositories, issues,
 // issue comments, pulls, pull files, reviews, check runs, branch rules) take
 // per_page (default 30, at most 100) and page, and answer with GitHub's Link
 // header (rel prev, next, last, first; none when one page holds everything),
@@ -115,14 +117,63 @@
 // If-None-Match with 304. SARIF must be gzip then base64, at most 10 MB
 // compressed (413), else 400.
 //
+// # Pull request state
+//
+// Pull requests carry GitHub's merge state, computed from git: the base
+// repository keeps refs/pull/<n>/head (a fork's objects copied in) and,
+// while the pull request is open and merges cleanly, refs/pull/<n>/merge,
+// whose SHA is merge_commit_sha. mergeable and mergeable_state ("clean",
+// "dirty", "draft", "blocked"; null and "unknown" once closed) follow; the
+// merge is decided path by path. MergePullRequest merges as the merge
+// button does (merged, merged_by, merged_at, closed_at); closing through
+// the API or UpdateIssue stamps closed_at and closed_by (and state_reason
+// "completed" for issues). GET one answers the full pull request, the list
+// the shorter simple form (no merged, mergeable or counts), as GitHub does.
+// A pull request whose fork was deleted has head.repo null.
+//
 // # Webhooks
 //
 // Deliver posts a payload (any JSON value; the builders InstallationEvent,
 // InstallationRepositoriesEvent, RepositoryEvent, IssuesEvent,
 // IssueCommentEvent and PullRequestEvent build GitHub's shapes from the
 // emulator's state) with X-GitHub-Event, X-GitHub-Delivery,
-// X-Hub-Signature-256 (Sign) and a GitHub-Hookshot User-Agent. Build an
+// X-Hub-Signature-256 (Sign) and a GitHub-Hookshot User-Agent. Builders
+// carry each action's own fields from the state changes before them:
+// edited the changes of the last edit (UpdateIssue, PATCH, EditComment),
+// synchronize before/after of the last push to the head, labeled and
+// unlabeled the label, suspend suspended_at/suspended_by, transferred the
+// new issue and repository (TransferIssue), renamed and transferred
+// repositories the old name or owner (Rename, Transfer). Deleted issues and
+// comments (DeleteIssue, DeleteComment) can still be described; build an
 // "installation deleted" payload before calling Uninstall.
 //
-// The emulator does not send webhooks on its own when the client writes.
+// # Automatic delivery
+//
+// AutoDeliver(app) makes the emulator's own state changes deliver the
+// webhooks GitHub would send to app (opening an issue or pull request,
+// labelling, commenting, pushing to a head, merging, suspending, ...),
+// built by the builders above; see autodeliver.go for the list. Helper
+// changes deliver before the helper returns, API writes after the answer
+// (WaitDeliveries, Deliveries).
+//
+// # Git over HTTP
+//
+// URL/<owner>/<repo>.git serves git fetch and clone (smart HTTP, protocol
+// v0: go-git's server side has no v2; no shallow, filter or side-band)
+// with the REST API's token rules: contents:read on a repository in the
+// token's scope, public repositories open, suspended installations 403,
+// expired tokens 401. Tokens come as Basic "x-access-token:<token>" or a
+// bearer header. Refs include refs/pull/<n>/head and /merge. Pushes go
+// through Repo.Commit or the git data API.
+//
+// # Fidelity
+//
+// With $QUAVON_TEST_GITHUB_DESCRIPTIONS set (scripts/test does; it is
+// required under QUAVON_TEST_REQUIRE_SERVICES=1) every answer is checked
+// against the documented response of its route's operation (routes carry
+// GitHub's operationIds), every error against GitHub's error shapes, and
+// every built payload against both webhook descriptions (package apidesc).
+// A mismatch fails the test that caused it, in any package. Objects are
+// closed: a property GitHub does not define fails unless apidesc.Exceptions
+// lists it with its reason.
 package githubfake

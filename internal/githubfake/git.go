@@ -219,6 +219,7 @@ func (r *Repo) commitFiles(branch string, files map[string]string, message strin
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
+	r.pushed = r.s.now()
 	return h, r.st.SetReference(plumbing.NewHashReference(plumbing.ReferenceName("refs/heads/"+branch), h))
 }
 
@@ -287,12 +288,14 @@ func (r *Repo) Files(ref string) (map[string]string, error) {
 // would (unsigned, authored by the repository owner); a new branch starts
 // from the default branch. It returns the new SHA.
 func (r *Repo) Commit(branch string, files map[string]string, message string) string {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	h, err := r.commitFiles(branch, files, message, r.Owner)
 	if err != nil {
 		r.s.tb.Fatalf("githubfake: Commit: %v", err)
 	}
+	r.afterPush(branch, r.Owner.Login)
 	return h.String()
 }
 
@@ -782,34 +785,21 @@ func (s *Server) handleGetRef(c *call) {
 	c.json(http.StatusOK, r.refJSON(name, h))
 }
 
-// handleListRefs is GET git/refs[/{ref}] (exact match → object, else the
-// refs under the prefix) and GET git/matching-refs/{ref} (always a list).
+// handleListRefs is GET git/matching-refs/{ref}: the refs starting with
+// refs/{ref}, always a list (empty when none match). The legacy GET
+// git/refs[/{ref}] is not in GitHub's description and not served.
 func (s *Server) handleListRefs(c *call) {
 	r := c.repoAccess(true, need{"contents", Read})
 	if r == nil {
 		return
 	}
-	matching := strings.Contains(c.r.URL.Path, "/git/matching-refs/")
-	name := ""
+	name := "refs/"
 	if p := c.param("ref"); p != "" {
 		name = "refs/" + strings.TrimPrefix(p, "refs/")
-	}
-	if !matching && name != "" {
-		if h, ok := r.refHash(name); ok {
-			c.json(http.StatusOK, r.refJSON(name, h))
-			return
-		}
-	}
-	if name == "" {
-		name = "refs/"
 	}
 	list := []any{}
 	for _, ref := range r.refs(name) {
 		list = append(list, r.refJSON(ref.Name().String(), ref.Hash()))
-	}
-	if len(list) == 0 && !matching {
-		c.notFound()
-		return
 	}
 	c.json(http.StatusOK, list)
 }
@@ -950,6 +940,10 @@ func (s *Server) handleUpdateRef(c *call) {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
 	}
+	r.pushed = s.now()
+	if branch, ok := strings.CutPrefix(name, "refs/heads/"); ok {
+		r.afterPush(branch, c.actor().Login)
+	}
 	c.json(http.StatusOK, r.refJSON(name, h))
 }
 
@@ -997,13 +991,38 @@ func (s *Server) handleGetRepoCommit(c *call) {
 	if !ok {
 		return
 	}
-	gc := r.commitJSON(h)
-	parents := []any{}
-	for _, p := range gc["parents"].([]any) {
-		parents = append(parents, p)
+	c.json(http.StatusOK, r.restCommitJSON(h))
+}
+
+// restCommitJSON is GitHub's commit (the REST commits and branches API):
+// author and committer are the GitHub accounts of the commit's emails, or
+// null when no account has that email (as on GitHub).
+func (r *Repo) restCommitJSON(h plumbing.Hash) map[string]any {
+	c, err := object.GetCommit(r.st, h)
+	if err != nil {
+		return nil
 	}
-	c.json(http.StatusOK, map[string]any{
-		"sha": h.String(), "node_id": gc["node_id"], "url": r.api() + "/commits/" + h.String(),
-		"html_url": gc["html_url"], "commit": gc, "author": nil, "committer": nil, "parents": parents,
-	})
+	gc := r.commitJSON(h)
+	api := r.api() + "/commits/" + h.String()
+	inner := map[string]any{
+		"url": r.api() + "/git/commits/" + h.String(), "author": gc["author"], "committer": gc["committer"],
+		"message": c.Message, "comment_count": 0, "tree": gc["tree"], "verification": gc["verification"],
+	}
+	return map[string]any{
+		"sha": h.String(), "node_id": gc["node_id"], "url": api, "html_url": gc["html_url"],
+		"comments_url": api + "/comments", "commit": inner,
+		"author": r.s.userJSON(r.s.accountByEmail(c.Author.Email)), "committer": r.s.userJSON(r.s.accountByEmail(c.Committer.Email)),
+		"parents": gc["parents"],
+	}
+}
+
+// accountByEmail finds the account of a noreply address the emulator
+// writes into commits ("<id>+<login>@users.noreply.github.com").
+func (s *Server) accountByEmail(email string) *Account {
+	local, ok := strings.CutSuffix(email, "@users.noreply.github.com")
+	if !ok {
+		return nil
+	}
+	_, login, _ := strings.Cut(local, "+")
+	return s.accounts[strings.ToLower(login)]
 }

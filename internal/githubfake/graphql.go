@@ -677,5 +677,7 @@ func (q *gqlRoot) CreateCommitOnBranch(ctx context.Context, args struct{ Input c
 	if err := r.st.CheckAndSetReference(plumbing.NewHashReference(plumbing.ReferenceName(refName), h), plumbing.NewHashReference(plumbing.ReferenceName(refName), head)); err != nil {
 		return nil, gqlErr("STALE_DATA", "Expected branch to point to \"%s\" but it did not.  Pull and try again.", string(in.ExpectedHeadOid))
 	}
+	r.pushed = c.s.now()
+	r.afterPush(strings.TrimPrefix(refName, "refs/heads/"), c.actor().Login)
 	return &commitOnBranchPayload{ClientMutationID: in.ClientMutationID, Commit: &gqlCommit{r: r, hash: h}, Ref: &gqlRef{r: r, name: refName, hash: h}}, nil
 }

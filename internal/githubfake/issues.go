@@ -32,6 +32,16 @@ type Issue struct {
 	PullRequest *PullRequest // nil for issues
 
 	created, updated, closed time.Time
+	closedBy                 *Account
+	viaApp                   *App              // created through an app's token
+	lastEdit                 map[string]string // title/body before the last edit
+	movedTo                  *issueLoc         // TransferIssue's target
+	deletedComments          []Comment
+}
+
+type issueLoc struct {
+	repo   *Repo
+	number int
 }
 
 // PullRequest holds what only pull requests have.
@@ -43,6 +53,12 @@ type PullRequest struct {
 	Merged              bool
 	HeadSHA             string // last known head commit (kept when the branch is deleted)
 	MaintainerCanModify bool
+
+	prevHead string // head before the last push (synchronize's before)
+	baseSHA  string // base commit at merge time
+	mergedAt time.Time
+	mergedBy *Account
+	mergeSHA string
 }
 
 // Comment is an issue comment.
@@ -51,7 +67,9 @@ type Comment struct {
 	Author string
 	Body   string
 
-	created time.Time
+	created, updated time.Time
+	viaApp           *App
+	prevBody         string
 }
 
 // IssueOptions configures AddIssue.
@@ -87,13 +105,17 @@ func (in Issue) clone() Issue {
 
 // AddIssue creates an issue as a human would and returns its number.
 func (r *Repo) AddIssue(opt IssueOptions) int {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
-	return r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), opt.Labels, opt.Closed, nil).Number
+	in := r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), opt.Labels, opt.Closed, nil)
+	r.issueOpened(in, in.Author)
+	return in.Number
 }
 
 // AddPullRequest creates a pull request as a human would and returns its number.
 func (r *Repo) AddPullRequest(opt PullRequestOptions) int {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	head := opt.HeadRepo
@@ -108,7 +130,10 @@ func (r *Repo) AddPullRequest(opt PullRequestOptions) int {
 		r.s.tb.Fatalf("githubfake: AddPullRequest: no branch %s in %s", opt.Head, head.FullName())
 	}
 	pr := &PullRequest{Head: opt.Head, HeadRepo: head.FullName(), Base: opt.Base, Draft: opt.Draft, HeadSHA: sha.String()}
-	return r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), nil, opt.Closed, pr).Number
+	in := r.newIssue(opt.Title, opt.Body, r.s.account(opt.Author, "User"), nil, opt.Closed, pr)
+	r.syncPullRef(in)
+	r.issueOpened(in, in.Author)
+	return in.Number
 }
 
 func (r *Repo) newIssue(title, body string, author *Account, labels []string, closed bool, pr *PullRequest) *Issue {
@@ -121,10 +146,10 @@ func (r *Repo) newIssue(title, body string, author *Account, labels []string, cl
 			in.Labels = append(in.Labels, l)
 		}
 	}
-	if closed {
-		in.State, in.closed = "closed", now
-	}
 	r.issues[in.Number] = in
+	if closed {
+		r.setState(in, "closed", "", author)
+	}
 	return in
 }
 
@@ -162,21 +187,71 @@ func (r *Repo) Issues() []Issue {
 // UpdateIssue edits issue or pull request n in place (state, labels,
 // draft, head, ...), as activity on GitHub would.
 func (r *Repo) UpdateIssue(n int, edit func(*Issue)) {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
 	if in == nil {
 		r.s.tb.Fatalf("githubfake: UpdateIssue: no #%d in %s", n, r.FullName())
 	}
+	snap := snapshotOf(in)
+	defer func() { r.issueChanged(in, snap, r.Owner.Login) }()
+	before, title, body := in.State, in.Title, in.Body
 	edit(in)
+	if changed := editOf(title, body, in); len(changed) > 0 {
+		in.lastEdit = changed
+	}
+	after := in.State
+	in.State = before
+	r.setState(in, after, in.StateReason, r.Owner)
 	for _, l := range in.Labels {
 		r.ensureLabel(l)
 	}
 	in.updated = r.s.now()
 }
 
+func editOf(title, body string, in *Issue) map[string]string {
+	out := map[string]string{}
+	if in.Title != title {
+		out["title"] = title
+	}
+	if in.Body != body {
+		out["body"] = body
+	}
+	return out
+}
+
+// setState moves issue or pull request in to state ("open" or "closed")
+// as GitHub does: closing stamps closed_at and closed_by and defaults
+// state_reason to completed (issues); reopening clears them and sets
+// state_reason reopened.
+func (r *Repo) setState(in *Issue, state, reason string, by *Account) {
+	if state == in.State {
+		if reason != "" {
+			in.StateReason = reason
+		}
+		return
+	}
+	in.State = state
+	now := r.s.now()
+	switch state {
+	case "closed":
+		in.closed, in.closedBy = now, by
+		if in.PullRequest == nil {
+			in.StateReason = cmp.Or(reason, "completed")
+		}
+	default:
+		in.closed, in.closedBy = time.Time{}, nil
+		if in.PullRequest == nil {
+			in.StateReason = "reopened"
+		}
+	}
+	in.updated = now
+}
+
 // AddComment adds a comment by author to issue or pull request n.
 func (r *Repo) AddComment(n int, author, body string) int64 {
+	defer r.s.flush()
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	in := r.issues[n]
@@ -185,6 +260,7 @@ func (r *Repo) AddComment(n int, author, body string) int64 {
 	}
 	cm := Comment{ID: r.s.newID(), Author: r.s.account(author, "User").Login, Body: body, created: r.s.now()}
 	in.Comments = append(in.Comments, cm)
+	r.emitComment(in, cm.ID, "created", cm.Author)
 	return cm.ID
 }
 
@@ -213,66 +289,6 @@ func (r *Repo) association(login string) string {
 		return "COLLABORATOR"
 	}
 	return "NONE"
-}
-
-func (s *Server) labelJSON(r *Repo, name string) map[string]any {
-	l := r.ensureLabel(name)
-	return map[string]any{"id": l.id, "node_id": nodeID("LA", l.id), "url": r.api() + "/labels/" + l.name, "name": l.name, "color": l.color, "default": false, "description": nil}
-}
-
-func timeOrNil(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.Format(time.RFC3339)
-}
-
-func (s *Server) issueJSON(r *Repo, in *Issue) map[string]any {
-	labels := []any{}
-	for _, l := range in.Labels {
-		labels = append(labels, s.labelJSON(r, l))
-	}
-	url := fmt.Sprintf("%s/issues/%d", r.api(), in.Number)
-	html := fmt.Sprintf("https://github.com/%s/issues/%d", r.FullName(), in.Number)
-	if in.PullRequest != nil {
-		html = fmt.Sprintf("https://github.com/%s/pull/%d", r.FullName(), in.Number)
-	}
-	out := map[string]any{
-		"id": in.ID, "node_id": nodeID("I", in.ID), "url": url, "repository_url": r.api(),
-		"labels_url": url + "/labels{/name}", "comments_url": url + "/comments", "events_url": url + "/events",
-		"html_url": html, "number": in.Number, "state": in.State, "state_reason": nilIfEmpty(in.StateReason),
-		"title": in.Title, "body": nilIfEmpty(in.Body), "user": s.userJSON(s.accounts[strings.ToLower(in.Author)]),
-		"labels": labels, "assignee": nil, "assignees": []any{}, "milestone": nil, "locked": in.Locked,
-		"comments": len(in.Comments), "created_at": timeOrNil(in.created), "updated_at": timeOrNil(in.updated),
-		"closed_at": timeOrNil(in.closed), "author_association": r.association(in.Author),
-	}
-	if in.PullRequest != nil {
-		pr := fmt.Sprintf("%s/pulls/%d", r.api(), in.Number)
-		var merged any
-		if in.PullRequest.Merged {
-			merged = timeOrNil(in.closed)
-		}
-		out["pull_request"] = map[string]any{"url": pr, "html_url": html, "diff_url": html + ".diff", "patch_url": html + ".patch", "merged_at": merged}
-		out["draft"] = in.PullRequest.Draft
-	}
-	return out
-}
-
-func nilIfEmpty(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-func (s *Server) commentJSON(r *Repo, in *Issue, cm Comment) map[string]any {
-	return map[string]any{
-		"id": cm.ID, "node_id": nodeID("IC", cm.ID), "url": fmt.Sprintf("%s/issues/comments/%d", r.api(), cm.ID),
-		"html_url":  fmt.Sprintf("https://github.com/%s/issues/%d#issuecomment-%d", r.FullName(), in.Number, cm.ID),
-		"issue_url": fmt.Sprintf("%s/issues/%d", r.api(), in.Number), "body": cm.Body,
-		"user": s.userJSON(s.accounts[strings.ToLower(cm.Author)]), "created_at": timeOrNil(cm.created),
-		"updated_at": timeOrNil(cm.created), "author_association": r.association(cm.Author),
-	}
 }
 
 // issueAccess resolves {number} with the permission GitHub asks for: issues
@@ -350,6 +366,8 @@ func (s *Server) handleCreateIssue(c *call) {
 		return
 	}
 	in := r.newIssue(title, req.Body, c.actor(), req.Labels, false, nil)
+	in.viaApp = c.tok.inst.App
+	r.issueOpened(in, in.Author)
 	c.header.Set("Location", fmt.Sprintf("%s/issues/%d", r.api(), in.Number))
 	c.json(http.StatusCreated, s.issueJSON(r, in))
 }
@@ -372,9 +390,15 @@ func (s *Server) handleUpdateIssue(c *call) {
 	if !c.validState("Issue", req.State) {
 		return
 	}
-	s.applyIssueEdit(r, in, req.Title, req.Body, req.State, req.Labels)
+	if req.StateReason != nil && !slices.Contains([]string{"completed", "not_planned", "duplicate", "reopened"}, *req.StateReason) {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "Issue", "field": "state_reason", "code": "invalid"})
+		return
+	}
+	snap := snapshotOf(in)
+	s.applyIssueEdit(c, r, in, req.Title, req.Body, req.State, req.Labels)
+	r.issueChanged(in, snap, c.actor().Login)
 	if req.StateReason != nil {
-		in.StateReason = *req.StateReason
+		r.setState(in, in.State, *req.StateReason, c.actor())
 	}
 	c.json(http.StatusOK, s.issueJSON(r, in))
 }
@@ -388,20 +412,19 @@ func (c *call) validState(resource string, state *string) bool {
 	return true
 }
 
-func (s *Server) applyIssueEdit(r *Repo, in *Issue, title, body, state *string, labels *[]string) {
-	if title != nil {
-		in.Title = *title
+func (s *Server) applyIssueEdit(c *call, r *Repo, in *Issue, title, body, state *string, labels *[]string) {
+	edit := map[string]string{}
+	if title != nil && *title != in.Title {
+		edit["title"], in.Title = in.Title, *title
 	}
-	if body != nil {
-		in.Body = *body
+	if body != nil && *body != in.Body {
+		edit["body"], in.Body = in.Body, *body
 	}
-	if state != nil && *state != in.State {
-		in.State = *state
-		if in.State == "closed" {
-			in.closed = s.now()
-		} else {
-			in.closed = time.Time{}
-		}
+	if len(edit) > 0 {
+		in.lastEdit = edit
+	}
+	if state != nil {
+		r.setState(in, *state, "", c.actor())
 	}
 	if labels != nil {
 		in.Labels = nil
@@ -428,11 +451,13 @@ func (s *Server) handleAddLabels(c *call) {
 		c.fail(http.StatusBadRequest, "Problems parsing JSON")
 		return
 	}
+	snap := snapshotOf(in)
 	for _, l := range names {
 		if !slices.ContainsFunc(in.Labels, func(x string) bool { return strings.EqualFold(x, l) }) {
 			in.Labels = append(in.Labels, r.ensureLabel(l).name)
 		}
 	}
+	r.issueChanged(in, snap, c.actor().Login)
 	in.updated = s.now()
 	c.json(http.StatusOK, s.issueLabels(r, in))
 }
@@ -464,7 +489,9 @@ func (s *Server) handleRemoveLabel(c *call) {
 		c.fail(http.StatusNotFound, "Label does not exist")
 		return
 	}
+	snap := snapshotOf(in)
 	in.Labels = slices.Delete(in.Labels, i, i+1)
+	r.issueChanged(in, snap, c.actor().Login)
 	c.json(http.StatusOK, s.issueLabels(r, in))
 }
 
@@ -499,8 +526,9 @@ func (s *Server) handleCreateComment(c *call) {
 		c.fail(http.StatusForbidden, "Unable to create comment because issue is locked.")
 		return
 	}
-	cm := Comment{ID: s.newID(), Author: c.actor().Login, Body: *req.Body, created: s.now()}
+	cm := Comment{ID: s.newID(), Author: c.actor().Login, Body: *req.Body, created: s.now(), viaApp: c.tok.inst.App}
 	in.Comments = append(in.Comments, cm)
+	r.emitComment(in, cm.ID, "created", cm.Author)
 	c.header.Set("Location", fmt.Sprintf("%s/issues/comments/%d", r.api(), cm.ID))
 	c.json(http.StatusCreated, s.commentJSON(r, in, cm))
 }
@@ -547,7 +575,9 @@ func (s *Server) handleUpdateComment(c *call) {
 	if !c.decode(&req) {
 		return
 	}
-	in.Comments[i].Body = req.Body
+	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, req.Body
+	in.Comments[i].updated = s.now()
+	r.emitComment(in, id, "edited", c.actor().Login)
 	c.json(http.StatusOK, s.commentJSON(r, in, in.Comments[i]))
 }
 
@@ -563,50 +593,11 @@ func (r *Repo) prHeadRepo(pr *PullRequest) *Repo {
 // prHeadSHA returns the live head commit, remembering it.
 func (r *Repo) prHeadSHA(pr *PullRequest) string {
 	if hr := r.prHeadRepo(pr); hr != nil && !pr.Merged {
-		if h, ok := hr.refHash("refs/heads/" + pr.Head); ok {
-			pr.HeadSHA = h.String()
+		if h, ok := hr.refHash("refs/heads/" + pr.Head); ok && h.String() != pr.HeadSHA {
+			pr.prevHead, pr.HeadSHA = pr.HeadSHA, h.String()
 		}
 	}
 	return pr.HeadSHA
-}
-
-func (s *Server) pullJSON(r *Repo, in *Issue) map[string]any {
-	pr := in.PullRequest
-	url := fmt.Sprintf("%s/pulls/%d", r.api(), in.Number)
-	html := fmt.Sprintf("https://github.com/%s/pull/%d", r.FullName(), in.Number)
-	branchJSON := func(repo *Repo, ref, sha string) map[string]any {
-		m := map[string]any{"ref": ref, "sha": sha, "repo": nil, "user": nil, "label": ref}
-		if repo != nil {
-			m["repo"] = s.repoJSON(repo, nil)
-			m["user"] = s.userJSON(repo.Owner)
-			m["label"] = repo.Owner.Login + ":" + ref
-		}
-		return m
-	}
-	baseSHA := ""
-	if h, ok := r.refHash("refs/heads/" + pr.Base); ok {
-		baseSHA = h.String()
-	}
-	labels := []any{}
-	for _, l := range in.Labels {
-		labels = append(labels, s.labelJSON(r, l))
-	}
-	var merged any
-	if pr.Merged {
-		merged = timeOrNil(in.closed)
-	}
-	return map[string]any{
-		"id": in.ID, "node_id": nodeID("PR", in.ID), "url": url, "html_url": html, "diff_url": html + ".diff",
-		"patch_url": html + ".patch", "issue_url": fmt.Sprintf("%s/issues/%d", r.api(), in.Number),
-		"number": in.Number, "state": in.State, "locked": in.Locked, "title": in.Title, "body": nilIfEmpty(in.Body),
-		"user": s.userJSON(s.accounts[strings.ToLower(in.Author)]), "labels": labels, "draft": pr.Draft,
-		"merged": pr.Merged, "merged_at": merged, "mergeable": nil, "created_at": timeOrNil(in.created),
-		"updated_at": timeOrNil(in.updated), "closed_at": timeOrNil(in.closed),
-		"head": branchJSON(r.prHeadRepo(pr), pr.Head, r.prHeadSHA(pr)), "base": branchJSON(r, pr.Base, baseSHA),
-		"author_association": r.association(in.Author), "maintainer_can_modify": pr.MaintainerCanModify,
-		"assignee": nil, "assignees": []any{}, "requested_reviewers": []any{}, "milestone": nil,
-		"comments": len(in.Comments), "commits": 1,
-	}
 }
 
 // pullAccess resolves {number} to a pull request with pull_requests.
@@ -678,7 +669,7 @@ func (s *Server) handleListPulls(c *call) {
 				continue
 			}
 		}
-		list = append(list, s.pullJSON(r, in))
+		list = append(list, s.pullSimpleJSON(r, in))
 	}
 	c.json(http.StatusOK, paginate(c, list))
 }
@@ -764,6 +755,9 @@ func (s *Server) handleCreatePull(c *call) {
 		pr.MaintainerCanModify = *req.MaintainerCanModify
 	}
 	in := r.newIssue(req.Title, req.Body, c.actor(), nil, false, pr)
+	in.viaApp = c.tok.inst.App
+	r.syncPullRef(in)
+	r.issueOpened(in, in.Author)
 	c.header.Set("Location", fmt.Sprintf("%s/pulls/%d", r.api(), in.Number))
 	c.json(http.StatusCreated, s.pullJSON(r, in))
 }
@@ -818,7 +812,9 @@ func (s *Server) handleUpdatePull(c *call) {
 		}
 		in.PullRequest.Base = *req.Base
 	}
-	s.applyIssueEdit(r, in, req.Title, req.Body, req.State, nil)
+	snap := snapshotOf(in)
+	s.applyIssueEdit(c, r, in, req.Title, req.Body, req.State, nil)
+	r.issueChanged(in, snap, c.actor().Login)
 	c.json(http.StatusOK, s.pullJSON(r, in))
 }
 
@@ -827,14 +823,21 @@ func (s *Server) handleListPullFiles(c *call) {
 	if in == nil {
 		return
 	}
-	changes, _ := r.prChanges(in.PullRequest, plumbing.NewHash(r.prHeadSHA(in.PullRequest)))
+	changes, hr := r.prChanges(in.PullRequest, plumbing.NewHash(r.prHeadSHA(in.PullRequest)))
 	list := []any{}
 	for _, ch := range changes {
 		sha := ch.head.hash.String()
 		if ch.status == "removed" {
 			sha = ch.base.hash.String()
 		}
-		list = append(list, map[string]any{"sha": sha, "filename": ch.path, "status": ch.status, "additions": 0, "deletions": 0, "changes": 0})
+		add, del := r.lineCounts(hr, ch)
+		ref := r.prHeadSHA(in.PullRequest)
+		list = append(list, map[string]any{
+			"sha": sha, "filename": ch.path, "status": ch.status, "additions": add, "deletions": del, "changes": add + del,
+			"blob_url":     htmlBase + hr.FullName() + "/blob/" + ref + "/" + ch.path,
+			"raw_url":      htmlBase + hr.FullName() + "/raw/" + ref + "/" + ch.path,
+			"contents_url": hr.api() + "/contents/" + ch.path + "?ref=" + ref,
+		})
 	}
 	c.json(http.StatusOK, paginate(c, list))
 }
@@ -888,4 +891,81 @@ func (r *Repo) prChanges(pr *PullRequest, head plumbing.Hash) ([]prChange, *Repo
 		out = append(out, ch)
 	}
 	return out, hr
+}
+
+// TransferIssue moves issue n to repository to, as "Transfer issue" does:
+// the issue gets a new number there and is gone here (an "issues
+// transferred" payload built afterwards names the new issue and
+// repository). It returns the new number.
+func (r *Repo) TransferIssue(n int, to *Repo) int {
+	defer r.s.flush()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil || in.PullRequest != nil {
+		r.s.tb.Fatalf("githubfake: TransferIssue: no issue #%d in %s", n, r.FullName())
+	}
+	moved := to.newIssue(in.Title, in.Body, r.s.account(in.Author, "User"), in.Labels, in.State == "closed", nil)
+	moved.Comments = slices.Clone(in.Comments)
+	in.movedTo = &issueLoc{repo: to, number: moved.Number}
+	delete(r.issues, n)
+	r.deleted[n] = in
+	r.s.emit(r, "issues", func(inst *Installation) map[string]any {
+		return r.s.issuesEvent("transferred", inst, r, n, r.Owner.Login, "")
+	})
+	to.issueOpened(moved, r.Owner.Login)
+	return moved.Number
+}
+
+// DeleteIssue deletes issue n (an "issues deleted" payload can still be
+// built for it).
+func (r *Repo) DeleteIssue(n int) {
+	defer r.s.flush()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in := r.issues[n]
+	if in == nil || in.PullRequest != nil {
+		r.s.tb.Fatalf("githubfake: DeleteIssue: no issue #%d in %s", n, r.FullName())
+	}
+	delete(r.issues, n)
+	r.deleted[n] = in
+	r.s.emit(r, "issues", func(inst *Installation) map[string]any {
+		return r.s.issuesEvent("deleted", inst, r, n, r.Owner.Login, "")
+	})
+}
+
+// EditComment changes comment id's body, as its author would (an
+// "issue_comment edited" payload carries the previous body).
+func (r *Repo) EditComment(id int64, body string) {
+	defer r.s.flush()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in, i := r.s.findComment(r, id)
+	if in == nil {
+		r.s.tb.Fatalf("githubfake: EditComment: no comment %d in %s", id, r.FullName())
+	}
+	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, body
+	in.Comments[i].updated = r.s.now()
+	r.emitComment(in, id, "edited", in.Comments[i].Author)
+}
+
+// DeleteComment deletes comment id ("issue_comment deleted" can still be
+// built for it).
+func (r *Repo) DeleteComment(id int64) {
+	defer r.s.flush()
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	in, i := r.s.findComment(r, id)
+	if in == nil {
+		r.s.tb.Fatalf("githubfake: DeleteComment: no comment %d in %s", id, r.FullName())
+	}
+	in.deletedComments = append(in.deletedComments, in.Comments[i])
+	in.Comments = slices.Delete(in.Comments, i, i+1)
+	r.emitComment(in, id, "deleted", r.Owner.Login)
+}
+
+func (r *Repo) emitComment(in *Issue, id int64, action, sender string) {
+	r.s.emit(r, "issue_comment", func(inst *Installation) map[string]any {
+		return r.s.issueCommentEvent(action, inst, r, in.Number, id, sender)
+	})
 }

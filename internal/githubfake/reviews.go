@@ -163,8 +163,8 @@ func (s *Server) handleCreateReview(c *call) {
 	}
 	state, ok := reviewStates[req.Event]
 	if !ok {
-		c.validationFailed("Invalid request.\n\nFor 'properties/event', \""+req.Event+"\" is not one of [\"APPROVE\", \"REQUEST_CHANGES\", \"COMMENT\"].",
-			map[string]any{"resource": "PullRequestReview", "field": "event", "code": "invalid"})
+		// GitHub's request-schema refusals carry no "errors" list.
+		c.validationFailed("Invalid request.\n\nFor 'properties/event', \"" + req.Event + "\" is not one of [\"APPROVE\", \"REQUEST_CHANGES\", \"COMMENT\"].")
 		return
 	}
 	author := c.actor()

@@ -2,9 +2,11 @@ package githubfake
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +19,9 @@ import (
 	"time"
 
 	graphql "github.com/graph-gophers/graphql-go"
+
+	"github.com/quavon/quavon/internal/githubfake/apidesc"
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 // Documentation URLs GitHub puts into error bodies. Clients must not depend on
@@ -54,6 +59,7 @@ type Request struct {
 	InstallationID int64  // for installation tokens and JWT calls naming one
 	Status         int    // status sent (0 when the connection was dropped)
 	GraphQL        string // for POST /graphql: the root fields, e.g. "createCommitOnBranch"
+	Operation      string // GitHub's operationId of the route ("" when none matched)
 }
 
 // Server is the emulator. All exported methods are safe for concurrent use.
@@ -66,6 +72,9 @@ type Server struct {
 	client *http.Client // for webhook deliveries
 	schema *graphql.Schema
 	routes []route
+	desc   *apidesc.Descriptions // nil: answers are not checked
+	// corrupt rewrites answers (tests of the check only).
+	corrupt func([]byte) []byte
 
 	mu            sync.Mutex
 	offset        time.Duration
@@ -78,6 +87,7 @@ type Server struct {
 	faults        []*Fault
 	requests      []Request
 	rateUsed      map[string]int // per rate-limit bucket
+	auto          autoState
 }
 
 // New starts an emulator that is closed when the test ends.
@@ -92,13 +102,23 @@ func New(tb testing.TB) *Server {
 		tokens:        map[string]*accessToken{},
 		repos:         map[string]*Repo{},
 		rateUsed:      map[string]int{},
+		auto:          autoState{apps: map[int64]bool{}},
 	}
+	d, ok, err := apidesc.Shared()
+	switch {
+	case err != nil:
+		tb.Fatalf("githubfake: GitHub's API descriptions: %v", err)
+	case !ok && testenv.Required():
+		tb.Fatalf("githubfake: GitHub's API descriptions ($%s) are required (QUAVON_TEST_REQUIRE_SERVICES=1) but not set; run scripts/test", apidesc.EnvDir)
+	}
+	s.desc = d
 	s.routes = s.buildRoutes()
 	s.schema = graphql.MustParseSchema(graphqlSchema, &gqlRoot{s: s}, graphql.UseFieldResolvers(), graphql.MaxParallelism(1))
 	s.hs = httptest.NewServer(http.HandlerFunc(s.serveHTTP))
 	s.URL = s.hs.URL
 	s.client = &http.Client{Timeout: 30 * time.Second}
 	tb.Cleanup(s.hs.Close)
+	tb.Cleanup(s.WaitDeliveries) // registered last: runs before the server closes
 	return s
 }
 
@@ -144,6 +164,7 @@ type handlerFunc func(c *call)
 type route struct {
 	method  string
 	pattern string
+	op      string // GitHub's operationId
 	segs    []string
 	h       handlerFunc
 }
@@ -205,9 +226,14 @@ type call struct {
 	params map[string]string
 	body   []byte
 	kind   TokenKind
-	app    *App         // JWT calls
-	tok    *accessToken // installation token calls
-	gql    string
+	op     string // operationId of the matched route
+	fault  bool   // an injected fault answered
+	// checked, when set, is what checkAnswer validates instead of out
+	// (the answer without parts the description cannot know).
+	checked []byte
+	app     *App         // JWT calls
+	tok     *accessToken // installation token calls
+	gql     string
 
 	status int
 	header http.Header
@@ -263,8 +289,25 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	segs, ok := splitPath(r.URL.EscapedPath())
+	// Webhooks of API writes go out after the answer; the delivery is
+	// counted (WaitDeliveries) before the answer can reach the client.
+	pending := false
+	defer func() {
+		if pending {
+			go func() {
+				defer s.auto.wg.Done()
+				s.flush()
+			}()
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	reserve := func() {
+		if len(s.auto.outbox) > 0 && !pending {
+			pending = true
+			s.auto.wg.Add(1)
+		}
+	}
 
 	c := &call{s: s, r: r, body: body, header: http.Header{}, kind: TokenNone}
 	entry := Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery}
@@ -272,6 +315,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		entry.Status = status
 		entry.TokenKind = c.kind
 		entry.GraphQL = c.gql
+		entry.Operation = c.op
 		if c.tok != nil {
 			entry.InstallationID = c.tok.inst.ID
 		}
@@ -284,9 +328,14 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// Faults answering before anything happens still authenticate first, so
 	// the log shows who was refused.
 	c.authenticate()
+	if s.serveGit(w, c) {
+		return
+	}
 	fault := s.takeFault(r.Method, r.URL.Path)
 	if fault != nil && fault.Kind != FaultLoseResponse {
+		c.fault = true
 		c.writeFault(fault)
+		reserve()
 		s.finish(w, c)
 		logIt(c.status)
 		return
@@ -300,7 +349,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		var h handlerFunc
 		for _, rt := range s.routes {
 			if params, ok := rt.match(segs); ok && rt.method == r.Method {
-				c.params, h = params, rt.h
+				c.params, h, c.op = params, rt.h, rt.op
 				break
 			}
 		}
@@ -311,6 +360,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 
+	reserve()
 	if fault != nil && fault.Kind == FaultLoseResponse {
 		// The write happened; the client never learns about it.
 		logIt(0)
@@ -335,6 +385,10 @@ func (s *Server) finish(w http.ResponseWriter, c *call) {
 	if c.header.Get("X-Ratelimit-Limit") == "" {
 		s.rateHeaders(c)
 	}
+	if s.corrupt != nil && c.out != nil {
+		c.out = s.corrupt(c.out)
+	}
+	s.checkAnswer(c)
 	h := w.Header()
 	for k, v := range c.header {
 		h[k] = v
@@ -362,6 +416,37 @@ func (s *Server) finish(w http.ResponseWriter, c *call) {
 	w.WriteHeader(c.status)
 	if c.out != nil && c.status != http.StatusNoContent {
 		_, _ = w.Write(c.out)
+	}
+}
+
+// checkAnswer holds every answer to GitHub's description of its route: the
+// operation's documented response for that status, or GitHub's generic
+// error shape for an error status the operation does not list (401 Bad
+// credentials, for one, is possible everywhere). Injected faults and
+// GraphQL are not checked.
+func (s *Server) checkAnswer(c *call) {
+	if s.desc == nil || c.fault || c.r.URL.Path == "/graphql" {
+		return
+	}
+	body := c.out
+	if c.checked != nil {
+		body = c.checked
+	}
+	if c.status == http.StatusNoContent {
+		body = nil
+	}
+	var err error
+	if c.op == "" {
+		err = s.desc.CheckError(c.status, body)
+	} else {
+		err = s.desc.CheckResponse(c.op, c.status, body)
+		if errors.Is(err, apidesc.ErrUndocumented) && c.status >= 400 && s.desc.HasOperation(c.op) {
+			err = s.desc.CheckError(c.status, body)
+		}
+	}
+	if err != nil {
+		s.tb.Errorf("githubfake: %s %s answered %d, which GitHub's description (%s) does not allow: %v\nbody: %.3000s",
+			c.r.Method, c.r.URL.Path, c.status, cmp.Or(c.op, "no route"), err, body)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -23,6 +24,7 @@ type Delivery struct {
 	Header     http.Header // request headers sent
 	StatusCode int         // receiver's answer
 	Response   []byte      // receiver's body (first 64 KiB)
+	Err        error       // automatic deliveries: why posting failed
 }
 
 // Sign returns the X-Hub-Signature-256 value of body under secret.
@@ -97,6 +99,21 @@ func (s *Server) send(d Delivery) (Delivery, error) {
 
 // --- payload builders: built from the emulator's state so ids match ---
 
+// checkPayload holds a built payload to GitHub's webhook descriptions.
+func (s *Server) checkPayload(event string, m map[string]any) map[string]any {
+	if s.desc == nil {
+		return m
+	}
+	b, err := json.Marshal(m)
+	if err == nil {
+		err = s.desc.CheckWebhook(event, b)
+	}
+	if err != nil {
+		s.tb.Errorf("githubfake: the %s %v payload does not match GitHub's webhook descriptions: %v\npayload: %.3000s", event, m["action"], err, b)
+	}
+	return m
+}
+
 func (s *Server) installationRef(in *Installation) map[string]any {
 	if in == nil {
 		return nil
@@ -113,12 +130,45 @@ func (s *Server) withContext(m map[string]any, in *Installation, r *Repo, sender
 		m["installation"] = s.installationRef(in)
 	}
 	if r != nil {
-		m["repository"] = s.repoJSON(r, nil)
+		m["repository"] = s.hookRepoJSON(r)
 		if r.Owner.Type == "Organization" {
-			m["organization"] = map[string]any{"login": r.Owner.Login, "id": r.Owner.ID, "node_id": nodeID("O", r.Owner.ID)}
+			m["organization"] = s.orgJSON(r.Owner)
 		}
 	}
 	m["sender"] = s.sender(sender)
+	return m
+}
+
+// hookRepoJSON is the repository of webhook payloads: the REST shape plus
+// custom_properties, which webhooks always carry.
+func (s *Server) hookRepoJSON(r *Repo) map[string]any {
+	m := s.repoJSON(r, nil)
+	m["custom_properties"] = map[string]any{}
+	return m
+}
+
+// hookPullJSON is a webhook's pull_request: the full pull request with
+// webhook repositories in head and base.
+func (s *Server) hookPullJSON(r *Repo, in *Issue) map[string]any {
+	m := s.pullJSON(r, in)
+	for _, side := range []string{"head", "base"} {
+		b := m[side].(map[string]any)
+		if b["repo"] != nil {
+			repo := r
+			if side == "head" {
+				repo = r.prHeadRepo(in.PullRequest)
+			}
+			b["repo"] = s.hookRepoJSON(repo)
+		}
+	}
+	return m
+}
+
+// hookIssueJSON is a webhook's issue: the REST issue without closed_by,
+// which webhook payloads do not carry.
+func (s *Server) hookIssueJSON(r *Repo, in *Issue) map[string]any {
+	m := s.issueJSON(r, in)
+	delete(m, "closed_by")
 	return m
 }
 
@@ -127,17 +177,36 @@ func shortRepo(r *Repo) map[string]any {
 }
 
 // InstallationEvent builds an "installation" payload (created, deleted,
-// suspend, unsuspend, new_permissions_accepted).
+// suspend, unsuspend, new_permissions_accepted). For suspend the
+// installation carries suspended_at and suspended_by (the sender, unless
+// SetSuspended recorded the suspension), as GitHub sends them.
 func (s *Server) InstallationEvent(action string, in *Installation, sender string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.installationEvent(action, in, sender)
+}
+
+func (s *Server) installationEvent(action string, in *Installation, sender string) map[string]any {
 	repos := []any{}
 	for _, r := range s.installationRepos(in) {
 		repos = append(repos, shortRepo(r))
 	}
-	m := map[string]any{"action": action, "installation": s.installationJSON(in), "repositories": repos, "requester": nil}
+	inst := s.installationJSON(in)
+	switch action {
+	case "suspend":
+		if !in.Suspended {
+			inst["suspended_at"] = timeOrNil(s.now())
+			inst["suspended_by"] = s.sender(sender)
+		}
+	case "unsuspend":
+		inst["suspended_at"], inst["suspended_by"] = nil, nil
+	}
+	m := map[string]any{"action": action, "installation": inst}
+	if action == "created" || action == "deleted" {
+		m["repositories"] = repos
+	}
 	m["sender"] = s.sender(sender)
-	return m
+	return s.checkPayload("installation", m)
 }
 
 // InstallationRepositoriesEvent builds "installation_repositories" (added or
@@ -145,6 +214,10 @@ func (s *Server) InstallationEvent(action string, in *Installation, sender strin
 func (s *Server) InstallationRepositoriesEvent(action string, in *Installation, sender string, repos ...string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.installationRepositoriesEvent(action, in, sender, repos...)
+}
+
+func (s *Server) installationRepositoriesEvent(action string, in *Installation, sender string, repos ...string) map[string]any {
 	list := []any{}
 	for _, n := range repos {
 		if r := s.repos[strings.ToLower(n)]; r != nil {
@@ -163,65 +236,162 @@ func (s *Server) InstallationRepositoriesEvent(action string, in *Installation, 
 		m["repositories_added"] = list
 	}
 	m["sender"] = s.sender(sender)
-	return m
+	return s.checkPayload("installation_repositories", m)
 }
 
 // RepositoryEvent builds "repository" (renamed, transferred, privatized,
-// publicized, deleted, ...) with GitHub's changes object, e.g.
-// {"repository": {"name": {"from": "old"}}} for renamed.
+// publicized, archived, unarchived, deleted, ...). changes nil takes
+// GitHub's changes object from the last Rename or Transfer:
+// {"repository": {"name": {"from": "old"}}} for renamed,
+// {"owner": {"from": {"user"|"organization": ...}}} for transferred.
 func (s *Server) RepositoryEvent(action string, in *Installation, r *Repo, sender string, changes map[string]any) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.repositoryEvent(action, in, r, sender, changes)
+}
+
+func (s *Server) repositoryEvent(action string, in *Installation, r *Repo, sender string, changes map[string]any) map[string]any {
 	m := map[string]any{"action": action}
+	if changes == nil {
+		switch {
+		case action == "renamed" && r.prevName != "":
+			changes = map[string]any{"repository": map[string]any{"name": map[string]any{"from": r.prevName}}}
+		case action == "transferred" && r.prevOwner != nil:
+			key := "user"
+			if r.prevOwner.Type == "Organization" {
+				key = "organization"
+			}
+			from := s.userJSON(r.prevOwner)
+			if key == "organization" {
+				from = s.orgJSON(r.prevOwner)
+			}
+			changes = map[string]any{"owner": map[string]any{"from": map[string]any{key: from}}}
+		}
+	}
 	if changes != nil {
 		m["changes"] = changes
 	}
-	return s.withContext(m, in, r, sender)
+	m = s.withContext(m, in, r, sender)
+	// The payload shows the repository after the action, whether or not
+	// the test changed the emulator's state first.
+	repo := m["repository"].(map[string]any)
+	switch action {
+	case "publicized":
+		repo["private"], repo["visibility"] = false, "public"
+	case "privatized":
+		repo["private"], repo["visibility"] = true, "private"
+	case "archived":
+		repo["archived"] = true
+	case "unarchived":
+		repo["archived"] = false
+	}
+	return s.checkPayload("repository", m)
 }
 
-// IssuesEvent builds "issues" for issue number (opened, labeled, edited,
-// closed, ...); label names the label for labeled/unlabeled.
+// IssuesEvent builds "issues" for issue number (opened, edited, labeled,
+// unlabeled, closed, reopened, transferred, deleted, ...); label names the
+// label for labeled and unlabeled. edited carries the changes of the last
+// edit, transferred the issue and repository it moved to (TransferIssue);
+// build deleted after DeleteIssue.
 func (s *Server) IssuesEvent(action string, in *Installation, r *Repo, number int, sender, label string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := map[string]any{"action": action, "issue": s.issueJSON(r, s.mustIssue(r, number))}
-	if label != "" {
-		m["label"] = s.labelJSON(r, label)
-	}
-	return s.withContext(m, in, r, sender)
+	return s.issuesEvent(action, in, r, number, sender, label)
 }
 
-// IssueCommentEvent builds "issue_comment" for comment id on issue number.
+func (s *Server) issuesEvent(action string, in *Installation, r *Repo, number int, sender, label string) map[string]any {
+	is := s.mustIssue(r, number)
+	m := map[string]any{"action": action, "issue": s.hookIssueJSON(r, is)}
+	switch action {
+	case "labeled", "unlabeled":
+		if label == "" {
+			s.tb.Fatalf("githubfake: IssuesEvent %s: no label", action)
+		}
+		m["label"] = s.labelJSON(r, label)
+	case "edited":
+		m["changes"] = changesJSON(is.lastEdit)
+	case "transferred":
+		if is.movedTo == nil {
+			s.tb.Fatalf("githubfake: IssuesEvent transferred: #%d was not transferred (TransferIssue)", number)
+		}
+		to := is.movedTo
+		m["changes"] = map[string]any{"new_issue": s.hookIssueJSON(to.repo, to.repo.issues[to.number]), "new_repository": s.hookRepoJSON(to.repo)}
+	}
+	return s.checkPayload("issues", s.withContext(m, in, r, sender))
+}
+
+// changesJSON renders an edit's previous values as GitHub's changes object.
+func changesJSON(prev map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range prev {
+		out[k] = map[string]any{"from": v}
+	}
+	return out
+}
+
+// IssueCommentEvent builds "issue_comment" (created, edited, deleted) for
+// comment id on issue number; edited carries the comment's previous body.
 func (s *Server) IssueCommentEvent(action string, in *Installation, r *Repo, number int, commentID int64, sender string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.issueCommentEvent(action, in, r, number, commentID, sender)
+}
+
+func (s *Server) issueCommentEvent(action string, in *Installation, r *Repo, number int, commentID int64, sender string) map[string]any {
 	is := s.mustIssue(r, number)
-	m := map[string]any{"action": action, "issue": s.issueJSON(r, is)}
-	for _, cm := range is.Comments {
+	m := map[string]any{"action": action, "issue": s.hookIssueJSON(r, is)}
+	for _, cm := range append(slices.Clone(is.Comments), is.deletedComments...) {
 		if cm.ID == commentID {
 			m["comment"] = s.commentJSON(r, is, cm)
+			if action == "edited" {
+				m["changes"] = map[string]any{"body": map[string]any{"from": cm.prevBody}}
+			}
 		}
 	}
 	if m["comment"] == nil {
 		s.tb.Fatalf("githubfake: IssueCommentEvent: no comment %d on #%d", commentID, number)
 	}
-	return s.withContext(m, in, r, sender)
+	return s.checkPayload("issue_comment", s.withContext(m, in, r, sender))
 }
 
-// PullRequestEvent builds "pull_request" for pull request number.
+// PullRequestEvent builds "pull_request" for pull request number (opened,
+// edited, synchronize, reopened, ready_for_review, converted_to_draft,
+// closed, ...): synchronize carries before and after (the head before and
+// after the last push to it), edited the changes of the last edit.
 func (s *Server) PullRequestEvent(action string, in *Installation, r *Repo, number int, sender string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.pullRequestEvent(action, in, r, number, sender, "")
+}
+
+func (s *Server) pullRequestEvent(action string, in *Installation, r *Repo, number int, sender, label string) map[string]any {
 	is := s.mustIssue(r, number)
 	if is.PullRequest == nil {
 		s.tb.Fatalf("githubfake: PullRequestEvent: #%d is not a pull request", number)
 	}
-	m := map[string]any{"action": action, "number": number, "pull_request": s.pullJSON(r, is)}
-	return s.withContext(m, in, r, sender)
+	m := map[string]any{"action": action, "number": number, "pull_request": s.hookPullJSON(r, is)}
+	switch action {
+	case "synchronize":
+		pr := is.PullRequest
+		after := r.prHeadSHA(pr)
+		before := pr.prevHead
+		if before == "" {
+			before = after
+		}
+		m["before"], m["after"] = before, after
+	case "edited":
+		m["changes"] = changesJSON(is.lastEdit)
+	case "labeled", "unlabeled":
+		m["label"] = s.labelJSON(r, label)
+	}
+	return s.checkPayload("pull_request", s.withContext(m, in, r, sender))
 }
 
 func (s *Server) mustIssue(r *Repo, n int) *Issue {
 	is := r.issues[n]
+	if is == nil {
+		is = r.deleted[n]
+	}
 	if is == nil {
 		s.tb.Fatalf("githubfake: no #%d in %s", n, r.FullName())
 	}

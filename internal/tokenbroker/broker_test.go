@@ -12,13 +12,13 @@ import (
 
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
-	"github.com/quavon/quavon/internal/testenv"
+	"github.com/quavon/quavon/internal/testenv/testbroker"
 	"github.com/quavon/quavon/internal/tokenbroker"
 )
 
 type env struct {
 	srv          *githubfake.Server
-	broker       *testenv.Broker
+	broker       *testbroker.Broker
 	review, fix  *githubfake.Installation
 	evil         *githubfake.Installation
 	secretTokens []string
@@ -36,7 +36,7 @@ func newEnv(t *testing.T) *env {
 	e.review = srv.Install(ra, "acme", map[string]string{"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write"})
 	e.fix = srv.Install(fa, "acme", map[string]string{"contents": "write", "pull_requests": "write"})
 	e.evil = srv.Install(fa, "evil", map[string]string{"contents": "write", "pull_requests": "write"})
-	e.broker = testenv.StartBroker(t, srv, map[github.AppKind]*githubfake.App{github.AppReview: ra, github.AppFixer: fa}, testenv.BrokerOptions{})
+	e.broker = testbroker.Start(t, srv, map[github.AppKind]*githubfake.App{github.AppReview: ra, github.AppFixer: fa}, testbroker.Options{})
 	return e
 }
 

@@ -1,6 +1,11 @@
-package testenv
+// Package testbroker starts a real token broker (internal/tokenbroker) for
+// tests, holding the keys of emulator apps (internal/githubfake). It is its
+// own package because the emulator itself uses internal/testenv.
+package testbroker
 
 import (
+	"github.com/quavon/quavon/internal/testenv"
+
 	"context"
 	"errors"
 	"log/slog"
@@ -25,22 +30,22 @@ type Broker struct {
 	// Addr is "unix:<socket>".
 	Addr string
 	// Logs is everything the broker logged.
-	Logs  *LogBuffer
+	Logs  *testenv.LogBuffer
 	creds map[tokenbroker.Role]string
 	gh    *githubfake.Server
 }
 
-// BrokerOptions tunes StartBroker.
-type BrokerOptions struct {
+// Options tune Start.
+type Options struct {
 	// HTTP configures the transport of the broker's mint requests (a Sleep
 	// that advances the emulator's clock, say).
 	HTTP github.TransportConfig
 }
 
-// StartBroker starts a broker for the emulator's apps, stopped at cleanup.
-func StartBroker(tb testing.TB, srv *githubfake.Server, apps map[github.AppKind]*githubfake.App, opt BrokerOptions) *Broker {
+// Start starts a broker for the emulator's apps, stopped at cleanup.
+func Start(tb testing.TB, srv *githubfake.Server, apps map[github.AppKind]*githubfake.App, opt Options) *Broker {
 	tb.Helper()
-	b := &Broker{Logs: &LogBuffer{}, creds: map[tokenbroker.Role]string{}, gh: srv}
+	b := &Broker{Logs: &testenv.LogBuffer{}, creds: map[tokenbroker.Role]string{}, gh: srv}
 	minters := map[github.AppKind]tokenbroker.Minter{}
 	log := slog.New(slog.NewJSONHandler(b.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for kind, fa := range apps {

@@ -1,0 +1,146 @@
+package githubfake_test
+
+import (
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quavon/quavon/internal/githubfake"
+	"github.com/quavon/quavon/internal/testenv"
+)
+
+// gitRun runs Debian's git with an empty environment of its own: no system
+// or global config, no prompts, and the token (if any) as an extra header
+// given through GIT_CONFIG_*, as Quavon's hardened checkout does.
+func gitRun(t *testing.T, dir, token string, args ...string) (string, error) {
+	t.Helper()
+	bin := testenv.Program(t, "git")
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	home := t.TempDir()
+	cmd.Env = []string{"HOME=" + home, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"}
+	if token != "" {
+		basic := base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+		cmd.Env = append(cmd.Env, "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader",
+			"GIT_CONFIG_VALUE_0=Authorization: Basic "+basic)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func gitOK(t *testing.T, dir, token string, args ...string) string {
+	t.Helper()
+	out, err := gitRun(t, dir, token, args...)
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(out)
+}
+
+func TestGitCloneAndFetch(t *testing.T) {
+	w := newWorld(t)
+	s, repo := w.s, w.repo
+	url := s.URL + "/acme/app.git"
+	tok := s.InstallationToken(w.inst, map[string]string{"contents": "read"}, "app")
+	dir := filepath.Join(t.TempDir(), "app")
+
+	gitOK(t, "", tok, "clone", "--quiet", url, dir)
+	if b, err := os.ReadFile(filepath.Join(dir, "src", "a.go")); err != nil || string(b) != "package a\n" {
+		t.Fatalf("cloned file: %q %v", b, err)
+	}
+	if got := gitOK(t, dir, "", "rev-parse", "HEAD"); got != repo.Ref("main") {
+		t.Fatalf("HEAD %s, want %s", got, repo.Ref("main"))
+	}
+	if got := gitOK(t, dir, "", "symbolic-ref", "refs/remotes/origin/HEAD"); got != "refs/remotes/origin/main" {
+		t.Errorf("origin/HEAD = %s", got)
+	}
+
+	// A push (a human's, and one through the REST API) is seen by the next
+	// fetch, which negotiates from what the clone has.
+	first := repo.Commit("main", map[string]string{"b.go": "package a\n"}, "human push")
+	gitOK(t, dir, tok, "fetch", "--quiet", "origin")
+	if got := gitOK(t, dir, "", "rev-parse", "origin/main"); got != first {
+		t.Fatalf("after a push: origin/main %s, want %s", got, first)
+	}
+	second := repo.Commit("main", map[string]string{"c.go": "package a\n"}, "another")
+	gitOK(t, dir, tok, "-c", "protocol.version=0", "fetch", "--quiet", "origin")
+	if got := gitOK(t, dir, "", "rev-parse", "origin/main"); got != second {
+		t.Fatalf("after a second push (protocol v0): origin/main %s, want %s", got, second)
+	}
+	if got := gitOK(t, dir, "", "fsck", "--strict"); strings.Contains(got, "error") {
+		t.Errorf("fsck: %s", got)
+	}
+
+	// A pull request's head, from a fork, as refs/pull/N/head.
+	fork := s.AddRepo("mallory", "app", githubfake.RepoOptions{Fork: repo})
+	evil := fork.Commit("evil", map[string]string{"x.go": "package x\n"}, "from the fork")
+	n := repo.AddPullRequest(githubfake.PullRequestOptions{Title: "fork", Author: "mallory", Head: "evil", HeadRepo: fork})
+	gitOK(t, dir, tok, "fetch", "--quiet", "origin", fmt.Sprintf("+refs/pull/%d/head:refs/remotes/pr/head", n))
+	if got := gitOK(t, dir, "", "rev-parse", "refs/remotes/pr/head"); got != evil {
+		t.Errorf("refs/pull/%d/head = %s, want %s", n, got, evil)
+	}
+
+	// The log names each fetch as a git request of the installation.
+	var gitCalls int
+	for _, r := range s.Requests() {
+		if strings.HasPrefix(r.Operation, "git ") {
+			gitCalls++
+			if r.TokenKind != githubfake.TokenInstallation || r.InstallationID != w.inst.ID {
+				t.Errorf("git request logged as %+v", r)
+			}
+		}
+	}
+	if gitCalls < 6 {
+		t.Errorf("%d git requests logged", gitCalls)
+	}
+}
+
+func TestGitTokenRules(t *testing.T) {
+	w := newWorld(t)
+	s := w.s
+	url := s.URL + "/acme/app.git"
+	refused := func(name, token, wantMsg string) {
+		t.Helper()
+		out, err := gitRun(t, "", token, "ls-remote", url)
+		if err == nil {
+			t.Errorf("%s: fetch allowed:\n%s", name, out)
+			return
+		}
+		if !regexp.MustCompile(wantMsg).MatchString(out) {
+			t.Errorf("%s: git said %q, want %q", name, out, wantMsg)
+		}
+	}
+	refused("a token of another repository", s.InstallationToken(w.inst, map[string]string{"contents": "read"}, "secret"), "not found")
+	refused("no contents permission", s.InstallationToken(w.inst, map[string]string{"metadata": "read"}), "403")
+	refused("no token on a private repository", "", "terminal prompts disabled|Authentication failed")
+	refused("a made-up token", "ghs_0000000000000000000000000000000000000000", "terminal prompts disabled|Authentication failed")
+	refused("an app JWT", s.SignJWT(w.app), "terminal prompts disabled|Authentication failed")
+
+	ok := s.InstallationToken(w.inst, map[string]string{"contents": "read"}, "app")
+	if out, err := gitRun(t, "", ok, "ls-remote", url); err != nil || !strings.Contains(out, "refs/heads/main") {
+		t.Fatalf("ls-remote with a covering token: %v\n%s", err, out)
+	}
+	s.SetSuspended(w.inst, true)
+	refused("a suspended installation", ok, "403")
+	s.SetSuspended(w.inst, false)
+	s.Advance(61 * time.Minute)
+	refused("an expired token", ok, "terminal prompts disabled|Authentication failed")
+
+	// A public repository is readable by anyone.
+	pub := s.AddRepo("octo", "pub", githubfake.RepoOptions{Files: map[string]string{"a": "b"}})
+	dir := filepath.Join(t.TempDir(), "pub")
+	gitOK(t, "", "", "clone", "--quiet", s.URL+"/octo/pub.git", dir)
+	if got := gitOK(t, dir, "", "rev-parse", "HEAD"); got != pub.Ref("main") {
+		t.Errorf("public clone HEAD %s", got)
+	}
+	// Pushing is not served.
+	if out, err := gitRun(t, dir, "", "push", "origin", "HEAD:refs/heads/x"); err == nil {
+		t.Errorf("push allowed:\n%s", out)
+	}
+}
