@@ -110,8 +110,10 @@ type Extraction struct {
 	Dropped int `json:"dropped,omitempty"`
 	// Truncated counts kept criteria that were cut.
 	Truncated int `json:"truncated,omitempty"`
-	// BodyTruncated: the body was longer than MaxBodyBytes; only its
-	// prefix was read.
+	// BodyTruncated: only a prefix of the body was read: it was longer
+	// than MaxBodyBytes, or a line nested block quotes and lists deeper
+	// than any real issue does (more than 32 markers or a 256-byte
+	// prefix), which would make parsing cost seconds.
 	BodyTruncated bool `json:"body_truncated,omitempty"`
 	// GherkinErrors counts Gherkin blocks the parser refused (they give no
 	// criteria).
@@ -135,7 +137,11 @@ func Extract(body string, lim Limits) Extraction {
 		body = body[:lim.MaxBodyBytes]
 		x.out.BodyTruncated = true
 	}
-	x.src = []byte(strings.ToValidUTF8(body, "\uFFFD"))
+	src, cut := boundNesting([]byte(strings.ToValidUTF8(body, "\uFFFD")))
+	if cut {
+		x.out.BodyTruncated = true
+	}
+	x.src = src
 	doc := newMarkdown().Parser().Parse(textReader(x.src))
 	x.document(doc)
 	return x.out
@@ -305,39 +311,30 @@ func (x *extractor) list(list ast.Node, sec *section, ctx string, depth int) {
 		own, box, checked := x.itemText(it)
 		var nested []ast.Node
 		for c := it.FirstChild(); c != nil; c = c.NextSibling() {
-			switch c.Kind() {
-			case ast.KindList:
+			if c.Kind() == ast.KindList {
 				nested = append(nested, c)
-			case ast.KindFencedCodeBlock:
-				if isGherkinFence(c, x.src) {
-					x.gherkin(blockLines(c, x.src), sec)
-				}
 			}
 		}
 		inner := joinContext(ctx, own)
 		switch {
-		case sec != nil:
-			switch {
-			case box:
-				x.emit(Criterion{Source: SourceChecklist, Text: own, Context: ctx, Section: sec.name, Checked: checked})
-			case len(nested) == 0 || own == "":
-				x.emit(Criterion{Source: SourceSection, Text: own, Context: ctx, Section: sec.name})
-			}
-			for _, l := range nested {
-				x.list(l, sec, inner, depth+1)
-			}
-		case box:
+		case sec != nil && box:
+			x.emit(Criterion{Source: SourceChecklist, Text: own, Context: ctx, Section: sec.name, Checked: checked})
+		case sec != nil && (len(nested) == 0 || own == ""):
+			x.emit(Criterion{Source: SourceSection, Text: own, Context: ctx, Section: sec.name})
+		case sec == nil && box:
 			text := own
 			if details := x.plainDetails(nested); len(details) > 0 {
 				text = own + " — " + strings.Join(details, "; ")
 			}
 			x.emit(Criterion{Source: SourceChecklist, Text: text, Context: ctx, Checked: checked})
-			for _, l := range nested {
-				x.list(l, nil, inner, depth+1)
-			}
-		default:
-			for _, l := range nested {
-				x.list(l, nil, inner, depth+1)
+		}
+		// Then what the item holds, in order.
+		for c := it.FirstChild(); c != nil; c = c.NextSibling() {
+			switch {
+			case c.Kind() == ast.KindList:
+				x.list(c, sec, inner, depth+1)
+			case isGherkinFence(c, x.src):
+				x.gherkin(blockLines(c, x.src), sec)
 			}
 		}
 	}

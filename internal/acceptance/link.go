@@ -126,14 +126,15 @@ func BranchIssue(branch string) (int, bool) {
 // same-repository link written that way still arrives through
 // closingIssuesReferences, which SameRepositoryClosing filters by id.
 //
-// The body is read as CommonMark (the first MaxPRBodyBytes): text in
+// The body is read as CommonMark (the first MaxPRBodyBytes, and nothing
+// from a line nested absurdly deep: boundNesting): text in
 // code spans, code blocks, HTML comments and other raw HTML links
 // nothing, as it is not what a reader sees.
 func ClosingKeywordIssues(body string, repo Repo) []int {
 	if len(body) > MaxPRBodyBytes {
 		body = body[:MaxPRBodyBytes]
 	}
-	src := []byte(strings.ToValidUTF8(body, "\uFFFD"))
+	src, _ := boundNesting([]byte(strings.ToValidUTF8(body, "\uFFFD")))
 	doc := newMarkdown().Parser().Parse(textReader(src))
 	var out []int
 	var walk func(n ast.Node)

@@ -90,3 +90,62 @@ func blockLines(n ast.Node, src []byte) []string {
 	}
 	return out
 }
+
+// Nesting guard limits (see boundNesting).
+const (
+	maxContainerMarkers = 32
+	maxContainerPrefix  = 256
+)
+
+// boundNesting returns the prefix of src before the first line whose
+// container prefix (the block quote markers, list markers and indentation
+// it starts with) holds more than maxContainerMarkers markers or is
+// longer than maxContainerPrefix bytes, and whether it cut. It is not a
+// parser, only a cost bound: goldmark's work grows with the square of the
+// nesting (64 KB of "- - - …" or "> > > …" takes seconds), and no
+// real issue nests that deep.
+func boundNesting(src []byte) ([]byte, bool) {
+	for start := 0; start < len(src); {
+		end := bytes.IndexByte(src[start:], '\n')
+		if end < 0 {
+			end = len(src)
+		} else {
+			end += start
+		}
+		if markers, width := containerPrefix(src[start:end]); markers > maxContainerMarkers || width > maxContainerPrefix {
+			return src[:start], true
+		}
+		start = end + 1
+	}
+	return src, false
+}
+
+func containerPrefix(line []byte) (markers, width int) {
+	i := 0
+	for i < len(line) {
+		switch c := line[i]; {
+		case c == ' ' || c == '\t':
+			i++
+		case c == '>':
+			markers++
+			i++
+		case (c == '-' || c == '+' || c == '*') && i+1 < len(line) && (line[i+1] == ' ' || line[i+1] == '\t'):
+			markers++
+			i += 2
+		case c >= '0' && c <= '9':
+			j := i
+			for j < len(line) && j-i < 9 && line[j] >= '0' && line[j] <= '9' {
+				j++
+			}
+			if j+1 < len(line) && (line[j] == '.' || line[j] == ')') && (line[j+1] == ' ' || line[j+1] == '\t') {
+				markers++
+				i = j + 2
+				continue
+			}
+			return markers, i
+		default:
+			return markers, i
+		}
+	}
+	return markers, i
+}
