@@ -165,7 +165,7 @@ func DecodeAnswer(data []byte, lim AnswerLimits) (Answer, error) {
 	if !utf8.Valid(data) {
 		return fail("not UTF-8")
 	}
-	if err := checkJSONShape(data, maxAnswerDepth); err != nil {
+	if err := checkJSONShape(data, maxAnswerDepth, answerFields); err != nil {
 		return fail("%v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -243,10 +243,20 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// checkJSONShape walks data's tokens and refuses a repeated field name in
-// any object (decoders disagree on which copy wins, so a judge could show
-// one status and mean another) and nesting deeper than maxDepth.
-func checkJSONShape(data []byte, maxDepth int) error {
+// answerFields are the answer's field names, exactly: encoding/json
+// matches names case-insensitively, so without this "Status" would
+// quietly stand in for "status".
+var answerFields = map[string]bool{
+	"criteria": true, "id": true, "status": true, "evidence": true, "reason": true,
+	"path": true, "start_line": true, "end_line": true,
+}
+
+// checkJSONShape walks data's tokens and refuses a field name outside
+// fields (exact case), a repeated field name in any object (decoders
+// disagree on which copy wins, so a judge could show one status and mean
+// another) and nesting deeper than maxDepth. Where each field may appear
+// is the decoder's (DisallowUnknownFields) to check.
+func checkJSONShape(data []byte, maxDepth int, fields map[string]bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	type frame struct {
 		object bool
@@ -266,6 +276,9 @@ func checkJSONShape(data []byte, maxDepth int) error {
 			top := &stack[len(stack)-1]
 			if top.expect {
 				if key, ok := tok.(string); ok {
+					if !fields[key] {
+						return fmt.Errorf("unknown field %q", key)
+					}
 					if top.keys[key] {
 						return fmt.Errorf("field %q repeated", key)
 					}
