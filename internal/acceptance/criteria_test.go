@@ -368,3 +368,15 @@ func TestNormaliseHeading(t *testing.T) {
 		}
 	}
 }
+
+func TestExtractGherkinPlainRuns(t *testing.T) {
+	t.Parallel()
+	expectCriteria(t, "header alone, steps after a blank line", "Scenario: a\n\nGiven b\nThen c\n",
+		"gherkin Scenario: a / Given b / Then c")
+	expectCriteria(t, "two bare scenarios", "Given a\nThen b\n\nGiven c\nThen d\n",
+		"gherkin Scenario / Given a / Then b", "gherkin Scenario / Given c / Then d")
+	expectCriteria(t, "steps continue after a blank line", "Scenario: a\nGiven b\n\nWhen c\nThen d\n",
+		"gherkin Scenario: a / Given b / When c / Then d")
+	expectCriteria(t, "examples paragraph", "Scenario Outline: a <x>\nGiven <x>\n\nExamples:\n| x |\n| 1 |\n",
+		"gherkin Scenario Outline: a <x> / Given <x> / Examples: / | x | / | 1 |")
+}

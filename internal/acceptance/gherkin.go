@@ -58,7 +58,8 @@ func hasAnyPrefix(s string, prefixes []string) bool {
 // its first line (after tags) starts with a Gherkin structure keyword
 // ("Feature:", "Scenario:", …), or it is steps that start with Given and
 // include a Then. Following paragraphs that start with a structure or step
-// keyword or a table row belong to the run. It returns the run's source
+// keyword or a table row belong to the run, except that a Given after a
+// paragraph of steps starts the next run. It returns the run's source
 // lines and its last paragraph.
 func (x *extractor) plainGherkin(n ast.Node) ([]string, ast.Node, bool) {
 	if x.words.structure == nil {
@@ -79,7 +80,7 @@ func (x *extractor) plainGherkin(n ast.Node) ([]string, ast.Node, bool) {
 	default:
 		return nil, nil, false
 	}
-	last := n
+	last, prev := n, lines
 	for next := n.NextSibling(); next != nil && next.Kind() == ast.KindParagraph; next = next.NextSibling() {
 		l := blockLines(next, x.src)
 		i := firstNonTag(l)
@@ -87,11 +88,18 @@ func (x *extractor) plainGherkin(n ast.Node) ([]string, ast.Node, bool) {
 			break
 		}
 		h := strings.TrimSpace(l[i])
-		if !hasAnyPrefix(h, w.structure) && !hasAnyPrefix(h, w.steps) && !strings.HasPrefix(h, "|") {
-			break
+		switch {
+		case hasAnyPrefix(h, w.structure), strings.HasPrefix(h, "|"):
+		case hasAnyPrefix(h, w.given) && anyLine(prev, w.steps):
+			// Given after a paragraph of steps: the next scenario, written
+			// bare (plainGherkin is asked again for it).
+			return lines, last, true
+		case hasAnyPrefix(h, w.steps):
+		default:
+			return lines, last, true
 		}
 		lines = append(append(lines, ""), l...)
-		last = next
+		last, prev = next, l
 	}
 	return lines, last, true
 }
