@@ -167,6 +167,7 @@ type extractor struct {
 	full  bool
 	seen  map[string]int
 	words gherkinWords
+	text  plainText
 }
 
 // section is a criteria section: opened by a heading (level 1–6) or by a
@@ -218,7 +219,7 @@ func (x *extractor) document(doc ast.Node) {
 			for len(stack) > 0 && stack[len(stack)-1].level >= h.Level {
 				stack = stack[:len(stack)-1]
 			}
-			title := cleanLine(inlineText(h, x.src, textOptions{codeSpans: true}))
+			title := cleanLine(x.text.inlineText(h, x.src, textOptions{codeSpans: true}))
 			sub := ""
 			if isCriteriaHeading(title) {
 				stack = append(stack, section{name: sectionName(title), level: h.Level})
@@ -236,7 +237,7 @@ func (x *extractor) document(doc ast.Node) {
 				n = last
 				continue
 			}
-			if name, shaped := pseudoHeading(n, x.src); shaped {
+			if name, shaped := pseudoHeading(&x.text, n, x.src); shaped {
 				pseudo = nil
 				if isCriteriaHeading(name) {
 					pseudo = &section{name: sectionName(name), level: 7, pseudo: true}
@@ -287,7 +288,7 @@ func (x *extractor) group(g group) {
 		case ast.KindParagraph:
 			// A section written as prose: each paragraph is a criterion.
 			if g.sec != nil && !g.sec.pseudo && !hasItems {
-				x.emit(Criterion{Source: SourceSection, Text: inlineText(el.node, x.src, textOptions{codeSpans: true}), Context: g.sub, Section: g.sec.name})
+				x.emit(Criterion{Source: SourceSection, Text: x.text.inlineText(el.node, x.src, textOptions{codeSpans: true}), Context: g.sub, Section: g.sec.name})
 			}
 		}
 		// Block quotes (quoted replies), HTML blocks and comments, other
@@ -355,7 +356,7 @@ func (x *extractor) itemText(it ast.Node) (text string, box, checked bool) {
 			}
 			first = false
 		}
-		if t := cleanLine(inlineText(c, x.src, textOptions{codeSpans: true})); t != "" {
+		if t := cleanLine(x.text.inlineText(c, x.src, textOptions{codeSpans: true})); t != "" {
 			parts = append(parts, t)
 		}
 	}
@@ -569,11 +570,11 @@ func normaliseHeading(s string) string {
 // of it emphasised ("**Acceptance criteria**", "*Done when:*"), or one
 // short line ending in a colon ("Acceptance criteria:"). It returns the
 // text.
-func pseudoHeading(n ast.Node, src []byte) (string, bool) {
+func pseudoHeading(pt *plainText, n ast.Node, src []byte) (string, bool) {
 	if n.Lines().Len() != 1 {
 		return "", false
 	}
-	text := cleanLine(inlineText(n, src, textOptions{codeSpans: true}))
+	text := cleanLine(pt.inlineText(n, src, textOptions{codeSpans: true}))
 	if text == "" || len(text) > maxSectionNameBytes {
 		return "", false
 	}

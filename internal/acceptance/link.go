@@ -137,6 +137,7 @@ func ClosingKeywordIssues(body string, repo Repo) []int {
 	src, _ := boundNesting([]byte(strings.ToValidUTF8(body, "\uFFFD")))
 	doc := newMarkdown().Parser().Parse(textReader(src))
 	var out []int
+	var pt plainText
 	var walk func(n ast.Node)
 	walk = func(n ast.Node) {
 		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
@@ -145,7 +146,7 @@ func ClosingKeywordIssues(body string, repo Repo) []int {
 				continue
 			}
 			if c.Type() == ast.TypeBlock && c.FirstChild() != nil && c.FirstChild().Type() == ast.TypeInline {
-				out = scanKeywords(inlineText(c, src, textOptions{urls: true}), repo, out)
+				out = scanKeywords(pt.inlineText(c, src, textOptions{urls: true}), repo, out)
 				continue
 			}
 			walk(c)

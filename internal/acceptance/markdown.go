@@ -32,14 +32,24 @@ type textOptions struct {
 	urls bool
 }
 
+// plainText renders inline content as plain text, reusing its buffers
+// across calls (one per parse; not for concurrent use).
+type plainText struct {
+	buf bytes.Buffer
+	w   *bufio.Writer
+}
+
 // inlineText returns what a reader sees of n's inline content as plain
 // text: backslash escapes and character references resolved (through
 // goldmark's own writer), line breaks as spaces. Raw HTML (so inline HTML
 // comments), images, struck-through text and task-list boxes are left
 // out.
-func inlineText(n ast.Node, src []byte, opt textOptions) string {
-	var buf bytes.Buffer
-	w := bufio.NewWriter(&buf)
+func (p *plainText) inlineText(n ast.Node, src []byte, opt textOptions) string {
+	if p.w == nil {
+		p.w = bufio.NewWriter(&p.buf)
+	}
+	p.buf.Reset()
+	w := p.w
 	var walk func(n ast.Node)
 	walk = func(n ast.Node) {
 		for c := n.FirstChild(); c != nil; c = c.NextSibling() {
@@ -76,7 +86,7 @@ func inlineText(n ast.Node, src []byte, opt textOptions) string {
 	}
 	walk(n)
 	_ = w.Flush()
-	return html.UnescapeString(buf.String())
+	return html.UnescapeString(p.buf.String())
 }
 
 // blockLines returns the raw source lines of a block (a code block's
