@@ -49,17 +49,18 @@
 // HTML, struck-through text, tables and block quotes (quoted replies) are
 // never criteria, so a "criteria section" forged inside a fence or a
 // comment gives nothing. Text inside a criterion is plain text; it stays
-// untrusted. Caps (Limits) bound the body read, the number of criteria,
-// the bytes of each and of all; what is cut or dropped is counted in the
-// Extraction. Each criterion has a stable id and its Source; Inferred
+// untrusted. Caps (Limits) bound the body read (a line nesting block
+// quotes or lists absurdly deep also ends it: goldmark's cost grows with
+// the square of the nesting), the number of criteria and the bytes of each
+// and of all; what is cut or dropped is counted in the Extraction. Each criterion has a stable id and its Source; Inferred
 // marks criteria a model extracted, which the caller asks for only when
 // Extract found none.
 //
 // # Evidence (AC1)
 //
-// DecodeAnswer decodes the judge's JSON strictly (AnswerSchema; unknown or
-// repeated fields, extra data, bad statuses or ranges refuse the whole
-// answer). Verify keeps the judge's status only when every cited location
+// DecodeAnswer decodes the judge's JSON strictly (AnswerSchema; unknown,
+// case-folded or repeated fields, extra data, bad statuses or ranges
+// refuse the whole answer). Verify keeps the judge's status only when every cited location
 // is a changed file of the pull request or lies on its changed lines
 // (± ContextLines, touching one); otherwise the criterion is unclear, and
 // met needs at least one verified location. A criterion about tests

@@ -126,10 +126,10 @@ func BranchIssue(branch string) (int, bool) {
 // same-repository link written that way still arrives through
 // closingIssuesReferences, which SameRepositoryClosing filters by id.
 //
-// The body is read as CommonMark (the first MaxPRBodyBytes, and nothing
-// from a line nested absurdly deep: boundNesting): text in
-// code spans, code blocks, HTML comments and other raw HTML links
-// nothing, as it is not what a reader sees.
+// The body is read as CommonMark (the first MaxPRBodyBytes, up to a line
+// nested absurdly deep: boundNesting). Text in code spans, code blocks,
+// HTML comments and other raw HTML, or struck through, links nothing: it
+// is not what a reader sees as a link.
 func ClosingKeywordIssues(body string, repo Repo) []int {
 	if len(body) > MaxPRBodyBytes {
 		body = body[:MaxPRBodyBytes]
