@@ -78,7 +78,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 
 // failed is a result for a job that could not run; msg is a fixed text.
 func failed(msg, digest string) *sandbox.SandboxResult {
-	return &sandbox.SandboxResult{Status: sandbox.StatusFailed, Error: msg, ImageDigest: digest}
+	return &sandbox.SandboxResult{Status: sandbox.StatusFailed, Error: msg, ImageDigest: digest, ExitCode: sandbox.NoExitCode}
 }
 
 // fetch returns a snapshot's plaintext and deletes its chunks, whatever
@@ -221,6 +221,9 @@ func verdict(out *Output, perr error, res ExecResult, limits sandbox.Limits) *sa
 	}
 	fail := func(status sandbox.ResultStatus, msg string) *sandbox.SandboxResult {
 		result.Status, result.Error = status, msg
+		if status == sandbox.StatusFailed {
+			result.ExitCode = sandbox.NoExitCode // a failed job has no verdict
+		}
 		return result
 	}
 	switch {
