@@ -37,10 +37,10 @@ func attackTree(t *testing.T) string {
 
 // Why a job the attack spoilt may fail: each names what happened.
 var attackFailures = []string{
-	"tampered with",             // the output or input did not verify
-	"PID 1) was killed",         // kill(1, SIGKILL) under gVisor
-	"without an exit status",    // the stream ended otherwise
-	"killed at the wall clock",  // a stolen go-ahead leaves PID 1 waiting
+	"tampered with",            // the output or input did not verify
+	"PID 1) was killed",        // kill(1, SIGKILL) under gVisor
+	"without an exit status",   // the stream ended otherwise
+	"killed at the wall clock", // a stolen go-ahead leaves PID 1 waiting
 	"the sandbox container failed",
 }
 

@@ -71,32 +71,42 @@ func New(ctx context.Context, cli *client.Client, mode Mode, platform string) (*
 		if !ok {
 			return nil, errors.New("docker backend: the engine has no runsc runtime; register gVisor in daemon.json (runtimes.runsc)")
 		}
-		got, seccomp := "", false
-		for _, a := range rt.Args {
-			if p, ok := strings.CutPrefix(a, "--platform="); ok {
-				got = p
-			}
-			switch a {
-			case "--oci-seccomp", "--oci-seccomp=true", "-oci-seccomp", "-oci-seccomp=true":
-				seccomp = true
-			case "--oci-seccomp=false", "-oci-seccomp=false":
-				seccomp = false
-			}
-		}
-		if got == "" {
-			return nil, fmt.Errorf("docker backend: the runsc runtime sets no --platform in its runtimeArgs; set --platform=%s explicitly", platform)
-		}
-		if got != platform {
-			return nil, fmt.Errorf("docker backend: runsc runs with --platform=%s, configured %s", got, platform)
-		}
-		if !seccomp {
-			return nil, errors.New("docker backend: the runsc runtime does not apply the containers' seccomp profile; add --oci-seccomp to its runtimeArgs")
+		if err := CheckRunscArgs(rt.Args, platform); err != nil {
+			return nil, err
 		}
 		return &Backend{cli: cli, mode: mode, runtime: runtimeRunsc}, nil
 	case ModeRuncInsecure:
 		return &Backend{cli: cli, mode: mode, runtime: runtimeRunc}, nil
 	}
 	return nil, fmt.Errorf("docker backend: unknown mode %q", mode)
+}
+
+// CheckRunscArgs checks the runtimeArgs of the engine's runsc runtime: an
+// explicit --platform equal to platform, and --oci-seccomp, without which
+// gVisor ignores the containers' seccomp profile.
+func CheckRunscArgs(args []string, platform string) error {
+	got, seccomp := "", false
+	for _, a := range args {
+		a = "--" + strings.TrimLeft(a, "-") // runsc takes -flag and --flag
+		if p, ok := strings.CutPrefix(a, "--platform="); ok {
+			got = p
+		}
+		switch a {
+		case "--oci-seccomp", "--oci-seccomp=true":
+			seccomp = true
+		case "--oci-seccomp=false":
+			seccomp = false
+		}
+	}
+	switch {
+	case got == "":
+		return fmt.Errorf("docker backend: the runsc runtime sets no --platform in its runtimeArgs; set --platform=%s explicitly", platform)
+	case got != platform:
+		return fmt.Errorf("docker backend: runsc runs with --platform=%s, configured %s", got, platform)
+	case !seccomp:
+		return errors.New("docker backend: the runsc runtime does not apply the containers' seccomp profile; add --oci-seccomp to its runtimeArgs")
+	}
+	return nil
 }
 
 // Name is the backend mode.
@@ -139,7 +149,7 @@ func (b *Backend) ContainerConfig(spec runner.ContainerSpec) (*container.Config,
 		NetworkMode:    netMode,
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true", "seccomp=" + SeccompProfile()},
+		SecurityOpt:    []string{"no-new-privileges:true", "seccomp=" + SeccompProfile(b.runtime)},
 		IpcMode:        "private",
 		ShmSize:        shmBytes,
 		Init:           &no,
