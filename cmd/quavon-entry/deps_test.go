@@ -49,8 +49,14 @@ func TestLinksNoNetworkNoCgo(t *testing.T) {
 			t.Errorf("links %s", p)
 		}
 	}
-	if !seen[module+"internal/sandbox/entry"] {
+	if !seen[module+"internal/sandbox/entry"] || !seen[module+"internal/sandbox/frame"] {
 		t.Fatalf("go list output does not look like the entry program's:\n%s", out)
+	}
+	// PID 1 shares only the protocol with the runner.
+	for _, p := range []string{"internal/sandbox/runner", "internal/sandbox/valkeyq", "internal/egress"} {
+		if seen[module+p] {
+			t.Errorf("links %s%s", module, p)
+		}
 	}
 }
 

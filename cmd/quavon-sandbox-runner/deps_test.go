@@ -12,3 +12,11 @@ func TestRunnerLinksNoControlPlaneAccess(t *testing.T) {
 	t.Parallel()
 	testenv.AssertNoDeps(t, testenv.ControlPlaneClients...)
 }
+
+// TestRunnerLinksNoSandboxSideCode: the runner speaks the entry program's
+// protocol (internal/sandbox/frame) but links neither PID 1's code nor the
+// egress proxy.
+func TestRunnerLinksNoSandboxSideCode(t *testing.T) {
+	t.Parallel()
+	testenv.AssertNoDeps(t, "github.com/quavon/quavon/internal/sandbox/entry", "github.com/quavon/quavon/internal/egress")
+}
