@@ -1,6 +1,6 @@
 // Command quavon-entry is PID 1 in every sandbox container. It reads the
-// framed job input (internal/sandbox/entry.ReadInput) from stdin, runs the
-// setup and run steps and writes the output tar to stdout; see
+// authenticated job input (internal/sandbox/frame) from stdin, runs the
+// setup and run steps and sends the authenticated output to stdout; see
 // internal/sandbox/entry for what it does and guarantees. It takes no
 // arguments.
 //

@@ -84,6 +84,8 @@ var (
 		{"github.com/shurcooL/githubv4/...", "a GitHub client: not in the sandbox zone"},
 		{q + "internal/github/...", "GitHub and its tokens: not in the sandbox zone"},
 	}
+	// Entry: PID 1's code belongs to the sandbox images.
+	Entry = []Rule{{q + "internal/sandbox/entry/...", "PID 1's code: only quavon-entry (the runner shares internal/sandbox/frame with it)"}}
 	// Proxy: the egress proxy's code belongs to its own process.
 	Proxy = []Rule{{q + "internal/egress/...", "the egress proxy: only quavon-sandbox-egress"}}
 	// Network: programs that run inside the sandbox need no network client.
@@ -117,15 +119,16 @@ func Check(t *testing.T, forbidden []Rule) {
 // vendored packages.
 func List(tb testing.TB, pkg string) []string {
 	tb.Helper()
-	cmd := exec.Command("go", "list", "-deps", pkg)
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
 	out, err := cmd.Output()
 	if err != nil {
 		tb.Fatalf("go list -deps %s: %v", pkg, err)
 	}
 	var deps []string
-	for _, d := range strings.Fields(string(out)) {
-		if strings.HasPrefix(d, "internal/") || strings.HasPrefix(d, "vendor/") || strings.Contains(d, "/internal/") && !strings.Contains(d, ".") {
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		d, std, _ := strings.Cut(line, " ")
+		if std == "true" && (strings.HasPrefix(d, "internal/") || strings.HasPrefix(d, "vendor/") || strings.Contains(d, "/internal/")) {
 			continue
 		}
 		deps = append(deps, d)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -25,7 +26,7 @@ type DockerOptions struct {
 	// Platform is runsc's platform (systrap or ptrace).
 	Platform string
 	// RuntimeArgs are runsc's arguments after --platform (default
-	// --network=none).
+	// DefaultRuntimeArgs).
 	RuntimeArgs []string
 	// WorkDir holds the daemon's config and log of a dockerd started here.
 	WorkDir string
@@ -42,6 +43,13 @@ type Dockerd struct {
 	users    *os.File
 }
 
+// DefaultRuntimeArgs are runsc's arguments after --platform, as
+// scripts/lib/runsc.sh's runsc_runtime_args gives them to a persistent
+// daemon: no network of runsc's own (egress is tested on runc here), and
+// the container's seccomp profile applied inside gVisor too (the runner
+// refuses a runsc runtime without --oci-seccomp).
+var DefaultRuntimeArgs = []string{"--network=none", "--oci-seccomp"}
+
 func (o *DockerOptions) defaults() {
 	if o.StateDir == "" {
 		o.StateDir = "/run/quavon-test"
@@ -50,7 +58,7 @@ func (o *DockerOptions) defaults() {
 		o.Runsc = "/usr/local/bin/runsc"
 	}
 	if o.RuntimeArgs == nil {
-		o.RuntimeArgs = []string{"--network=none"}
+		o.RuntimeArgs = DefaultRuntimeArgs
 	}
 }
 
@@ -118,7 +126,22 @@ not start. Either stop that daemon (then one is started with runsc), or add to i
   "runtimes": {"runsc": {"path": %q, "runtimeArgs": ["--platform=%s", "--network=none"]}}
 and reload it with: kill -HUP $(pidof dockerd)`, opt.Runsc, opt.Platform)
 		}
-		if m := platformRE.FindStringSubmatch(rt); m != nil {
+		if missing := missingArgs(rt, opt.RuntimeArgs); len(missing) > 0 {
+			// A daemon a run started with older arguments is restarted when
+			// nobody uses it; any other is its owner's to change.
+			pid, ours := markerPid(opt.StateDir)
+			if !ours || syscall.Flock(int(users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+				users.Close()
+				return nil, fmt.Errorf("the running Docker Engine's runsc runtime lacks %v; add them to its runtimeArgs and reload it (kill -HUP $(pidof dockerd)), or stop it so that one is started with them", missing)
+			}
+			stopPid(pid)
+			os.Remove(filepath.Join(opt.StateDir, "dockerd.pid"))
+			syscall.Flock(int(users.Fd()), syscall.LOCK_UN)
+			if err := startDockerd(ctx, opt); err != nil {
+				users.Close()
+				return nil, err
+			}
+		} else if m := platformRE.FindStringSubmatch(rt); m != nil {
 			d.Platform = m[1]
 		}
 	} else if err := startDockerd(ctx, opt); err != nil {
@@ -241,6 +264,12 @@ func (d *Dockerd) Release() error {
 	if !ok {
 		return nil
 	}
+	stopPid(pid)
+	return os.Remove(filepath.Join(d.opt.StateDir, "dockerd.pid"))
+}
+
+// stopPid sends SIGTERM, waits up to 60 s, then SIGKILL.
+func stopPid(pid int) {
 	syscall.Kill(pid, syscall.SIGTERM)
 	for i := 0; i < 600 && syscall.Kill(pid, 0) == nil && procStart(pid) != ""; i++ {
 		time.Sleep(100 * time.Millisecond)
@@ -248,5 +277,22 @@ func (d *Dockerd) Release() error {
 	if syscall.Kill(pid, 0) == nil && procStart(pid) != "" {
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	return os.Remove(filepath.Join(d.opt.StateDir, "dockerd.pid"))
+}
+
+// missingArgs lists the args the runsc runtime of `docker info`'s
+// runtimes JSON lacks.
+func missingArgs(runtimes string, args []string) []string {
+	var rt map[string]struct {
+		RuntimeArgs []string `json:"runtimeArgs"`
+	}
+	if json.Unmarshal([]byte(runtimes), &rt) != nil {
+		return args
+	}
+	var missing []string
+	for _, a := range args {
+		if !slices.Contains(rt["runsc"].RuntimeArgs, a) {
+			missing = append(missing, a)
+		}
+	}
+	return missing
 }

@@ -14,15 +14,30 @@ type ResultStatus string
 
 // Result statuses.
 const (
-	// StatusCompleted: the commands ran; ExitCode is the run step's.
+	// StatusCompleted: the commands ran; ExitCode is the run step's (or the
+	// setup step's, when a failed setup step skipped the run step).
 	StatusCompleted ResultStatus = "completed"
-	// StatusTimedOut: the runner killed the job at its wall clock.
+	// StatusTimedOut: the runner killed the job at its wall clock. The
+	// result still holds what the job reported until then: Steps has the
+	// steps that ended with their exit codes and the step that was cut off
+	// (Ran, TimedOut, ExitCode 137), and the stdout.log and stderr.log
+	// artefacts hold the head and tail of what the steps printed, up to
+	// about a second before the kill. ExitCode is the container's (137).
 	StatusTimedOut ResultStatus = "timed_out"
-	// StatusFailed: the runner could not run the job (runtime, image, blob).
+	// StatusFailed: the job has no verdict: the runner could not run it
+	// (runtime, image, blob), or the sandbox did not report one it can
+	// trust (output or input tampered with, PID 1 killed, the sandbox
+	// killed at its memory limit). Error says which; ExitCode is
+	// NoExitCode. Steps and the logs hold what arrived authenticated
+	// before, as for StatusTimedOut.
 	StatusFailed ResultStatus = "failed"
 	// StatusRejected: verification refused the job; nothing ran.
 	StatusRejected ResultStatus = "rejected"
 )
+
+// NoExitCode is the ExitCode of a failed job: there is no verdict, and
+// nothing reads it as a pass.
+const NoExitCode = -1
 
 // RejectReason is the stable code of a verification failure.
 type RejectReason string

@@ -60,3 +60,12 @@ runsc_platform() {
 	if [[ "$flags" == *systrap* ]]; then echo systrap; else echo ptrace; fi
 }
 
+
+# runsc_runtime_args PLATFORM: the runtimeArgs of Docker's runsc runtime, as a JSON array.
+# --platform: systrap (or ptrace); the runner checks it against QUAVON_SANDBOX_RUNSC_PLATFORM.
+# --network=none: these hosts give runsc no network of its own (egress is tested on runc).
+# --oci-seccomp: apply the container's seccomp profile to the sandboxed processes too (gVisor
+#   ignores it otherwise); the runner refuses a runsc runtime without it.
+runsc_runtime_args() {
+	printf '["--platform=%s", "--network=none", "--oci-seccomp"]' "$1"
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/quavon/quavon/internal/sandbox/frame"
 	"github.com/quavon/quavon/internal/snapshot"
 )
 
@@ -93,63 +94,71 @@ func readNames(dir string, n int) ([]string, error) {
 	return names, err
 }
 
-// Run does one job: it reads the framed input from in, runs the steps and
-// writes the output tar to out (see the package doc). It returns nil when
-// the entry program did its job, whatever the steps' exit codes, and an
-// error when it failed itself; the output is then still a well-formed tar
-// whose exit.json carries the error, as far as out can be written.
+// Run does one job: it reads the hello and the authenticated input from
+// in, runs the steps and sends the authenticated output frames to out (see
+// the package doc and package frame). It returns nil when the entry
+// program did its job, whatever the steps' exit codes, and an error when it
+// failed itself; the output then still ends with an exit frame carrying the
+// error, as far as out can be written. Without a valid hello nothing can be
+// authenticated, so nothing is written at all.
 func Run(ctx context.Context, cfg Config, in io.Reader, out io.Writer) error {
-	j := &job{cfg: cfg, out: newOutput(out)}
-	exit := &Exit{Run: StepResult{Step: "run"}}
-	err := j.cfg.validate()
+	key, err := frame.ReadHello(in)
+	if err != nil {
+		return err
+	}
+	j := &job{cfg: cfg, in: frame.NewReader(in, key, frame.In), out: &output{w: frame.NewWriter(out, key, frame.Out)}}
+	exit := &frame.Exit{}
+	err = j.cfg.validate()
 	if err == nil {
 		release := j.cfg.takeOver()
-		err = j.do(ctx, in, exit)
+		err = j.do(ctx)
 		if j.cfg.PID1 {
 			j.killAll(-1) // each step ended with this already; make sure
 		}
 		release()
 	}
-	// Logs and artefacts are written even after an error: they say what
-	// the steps did before it.
 	werr := j.finish(exit, err)
 	return errors.Join(err, werr)
 }
 
 type job struct {
-	cfg            Config
-	out            *output
-	req            *Request
-	stdout, stderr streamLog
+	cfg Config
+	in  *frame.Reader
+	out *output
+	req *frame.Request
+	// ran is set when the run step started.
+	ran bool
+	// logBound is an upper bound of what the runner's logs can hold of
+	// the steps so far (both logs); the artefacts get the rest.
+	logBound [2]int
 }
 
-// do runs the job up to the logs. Every error it returns is the entry
-// program's own; exit holds the steps' results so far.
-func (j *job) do(ctx context.Context, in io.Reader, exit *Exit) error {
-	req, base, rest, err := ReadInput(in)
+// do runs the job up to the artefacts. Every error it returns is the entry
+// program's own.
+func (j *job) do(ctx context.Context) error {
+	req, err := frame.ReadRequest(j.in)
 	if err != nil {
 		return err
 	}
 	j.req = req
-	logMax := int(req.OutputBytes / 4)
-	j.stdout, j.stderr = streamLog{max: logMax}, streamLog{max: logMax}
 
 	// One snapshot at a time is capped as the request says; MaxBytes is the
 	// exact size, as base and overlay are limited to it.
 	lim := snapshot.Limits{MaxBytes: req.BaseBytes, MaxEntries: req.MaxEntries, MaxUnpackedBytes: req.MaxUnpackedBytes}
-	if _, err := snapshot.Extract(base, j.cfg.WorkDir, lim); err != nil {
+	if err := extract(frame.SnapshotReader(j.in, frame.TypeBase, req.BaseBytes), j.cfg.WorkDir, lim, snapshot.Extract); err != nil {
 		return fmt.Errorf("base snapshot: %w", err)
 	}
+	// Everything up to here was read before any step existed: the key, the
+	// request and the base never sat in a pipe a step could reach.
 	if err := j.makeHome(); err != nil {
 		return err
 	}
 
 	if req.SetupCommand != "" {
-		res, err := j.runStep(ctx, "setup", req.SetupCommand, j.cfg.Env, time.Duration(req.SetupSeconds)*time.Second, logMax/2)
-		exit.Setup = &res
+		res, err := j.runStep(ctx, frame.StepSetup, req.SetupCommand, j.cfg.Env, time.Duration(req.SetupSeconds)*time.Second)
 		// Right away, even when the step could not start: the runner
 		// revokes the setup step's egress on it.
-		if werr := j.out.status(SetupName, res); err == nil {
+		if werr := j.out.json(frame.TypeResult, res); err == nil {
 			err = werr
 		}
 		if err != nil {
@@ -159,34 +168,51 @@ func (j *job) do(ctx context.Context, in io.Reader, exit *Exit) error {
 			return nil // the run step is skipped; see the package doc
 		}
 		// Nothing of the run step starts before the runner has revoked the
-		// setup step's egress and said so.
-		if err := rest.AwaitGoAhead(); err != nil {
+		// setup step's egress and said so, authenticated.
+		if err := frame.AwaitGoAhead(j.in); err != nil {
 			return err
 		}
 	}
 
 	if req.OverlayBytes > 0 {
 		lim.MaxBytes = req.OverlayBytes
-		if _, err := snapshot.ExtractOverlay(rest.Overlay(), j.cfg.WorkDir, lim); err != nil {
+		if err := extract(frame.SnapshotReader(j.in, frame.TypeOverlay, req.OverlayBytes), j.cfg.WorkDir, lim, snapshot.ExtractOverlay); err != nil {
 			return fmt.Errorf("overlay snapshot: %w", err)
 		}
 	}
-	res, err := j.runStep(ctx, "run", req.RunCommand, runEnv(j.cfg.Env), 0, logMax)
-	exit.Run = res
+	j.ran = true
+	res, err := j.runStep(ctx, frame.StepRun, req.RunCommand, runEnv(j.cfg.Env), 0)
+	if werr := j.out.json(frame.TypeResult, res); err == nil {
+		err = werr
+	}
 	return err
 }
 
-// runStep runs one step with its output captured into the logs, share
-// bytes of each log at most.
-func (j *job) runStep(ctx context.Context, name, command string, env []string, timeout time.Duration, share int) (StepResult, error) {
-	if err := ctx.Err(); err != nil {
-		return StepResult{Step: name}, fmt.Errorf("%s step: %w", name, err)
+// extract applies one snapshot and then reads it to its declared end, so a
+// snapshot is consumed whole (its frames all verified) before anything
+// runs.
+func extract(r io.Reader, dir string, lim snapshot.Limits, apply func(io.Reader, string, snapshot.Limits) (snapshot.Stats, error)) error {
+	if _, err := apply(r, dir, lim); err != nil {
+		return err
 	}
-	out, errs := j.stdout.begin(name, share), j.stderr.begin(name, share)
-	res, err := j.step(ctx, name, command, env, timeout, out, errs)
-	if res.Ran {
-		j.stdout.end(name, out)
-		j.stderr.end(name, errs)
+	_, err := io.Copy(io.Discard, r)
+	return err
+}
+
+// runStep announces a step, runs it with its streams forwarded and returns
+// its result (sent by the caller).
+func (j *job) runStep(ctx context.Context, name, command string, env []string, timeout time.Duration) (frame.StepResult, error) {
+	if err := ctx.Err(); err != nil {
+		return frame.StepResult{Step: name}, fmt.Errorf("%s step: %w", name, err)
+	}
+	if err := j.out.send(frame.TypeStart, []byte(name)); err != nil {
+		return frame.StepResult{Step: name}, err
+	}
+	budget := frame.StepBudget(j.req.OutputBytes, name)
+	fw := [2]*forwarder{newForwarder(frame.TypeStdout, budget), newForwarder(frame.TypeStderr, budget)}
+	res, err := j.step(ctx, name, command, env, timeout, fw)
+	for i, f := range fw {
+		j.logBound[i] = min(j.logBound[i]+len(frame.Header(name))+1+int(min(int64(budget), 3*f.total)), frame.LogMax(j.req.OutputBytes))
 	}
 	return res, err
 }
@@ -206,34 +232,31 @@ func (j *job) makeHome() error {
 	return nil
 }
 
-// finish writes the logs, the artefacts (only when the run step ran) and
-// exit.json, and closes the output.
-func (j *job) finish(exit *Exit, runErr error) error {
+// finish sends the artefacts (only when the run step ran) and the exit
+// frame.
+func (j *job) finish(exit *frame.Exit, runErr error) error {
 	if runErr != nil {
 		exit.Error = clipError(runErr.Error())
+		exit.InputTampered = errors.Is(runErr, frame.ErrTampered)
 	}
-	exit.StdoutBytes, exit.StderrBytes = j.stdout.total, j.stderr.total
-	exit.OutputTruncated = j.stdout.cut || j.stderr.cut
-	j.out.file(StdoutName, j.stdout.buf)
-	j.out.file(StderrName, j.stderr.buf)
-	if j.req != nil && exit.Run.Ran {
-		room := j.req.OutputBytes - int64(len(j.stdout.buf)+len(j.stderr.buf))
+	if j.req != nil && j.ran {
+		room := j.req.OutputBytes - int64(j.logBound[0]+j.logBound[1])
 		if j.artefacts(room) {
-			exit.OutputTruncated = true
+			exit.ArtefactsTruncated = true
 		}
 	}
-	j.out.status(ExitName, exit)
-	return j.out.close()
+	j.out.json(frame.TypeExit, exit)
+	return j.out.err
 }
 
 // clipError makes an error message fit exit.json: UTF-8, at most
 // MaxErrorBytes.
 func clipError(s string) string {
-	s = strings.ToValidUTF8(s, replacement)
-	if len(s) <= MaxErrorBytes {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= frame.MaxErrorBytes {
 		return s
 	}
-	s = s[:MaxErrorBytes-len("…")]
+	s = s[:frame.MaxErrorBytes-len("…")]
 	for !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/quavon/quavon/internal/sandbox/frame"
 	"github.com/quavon/quavon/internal/snapshot"
 )
 
@@ -66,22 +67,55 @@ func buildSnapshot(t *testing.T, files map[string]string) []byte {
 	return gz
 }
 
-func request(run string) *Request {
-	return &Request{RunCommand: run, OutputBytes: 1 << 20, MaxEntries: 100, MaxUnpackedBytes: 1 << 20}
+func request(run string) *frame.Request {
+	return &frame.Request{RunCommand: run, OutputBytes: 1 << 20, MaxEntries: 100, MaxUnpackedBytes: 1 << 20}
 }
+
+// testKey is the per-job key of these tests.
+var testKey = bytes.Repeat([]byte{0x5a}, frame.KeySize)
 
 type result struct {
-	names []string
-	files map[string]string
-	exit  Exit
-	setup *StepResult
-	err   error
+	steps   []string                     // started, in order
+	results map[string]*frame.StepResult // by step
+	// logs holds each stream's bytes by step, as forwarded (not yet capped
+	// or sanitised: that is the runner's job); skipped what was dropped.
+	logs    [2]map[string][]byte
+	skipped [2]int64
+	names   []string // artefacts, in order
+	files   map[string]string
+	exit    frame.Exit
+	frames  []frame.Type
+	err     error
 }
 
-func input(t *testing.T, req *Request, base, overlay []byte) []byte {
+func (r result) setup() *frame.StepResult { return r.results[frame.StepSetup] }
+
+func (r result) run() frame.StepResult {
+	if res := r.results[frame.StepRun]; res != nil {
+		return *res
+	}
+	return frame.StepResult{Step: frame.StepRun}
+}
+
+// log renders stream i (0 stdout, 1 stderr) as the runner does for output
+// that fits: each started step's header and bytes.
+func (r result) log(i int) string {
+	var b strings.Builder
+	for _, st := range r.steps {
+		b.WriteString(frame.Header(st))
+		d := r.logs[i][st]
+		b.Write(d)
+		if len(d) > 0 && d[len(d)-1] != '\n' {
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+func input(t *testing.T, req *frame.Request, base, overlay []byte) []byte {
 	t.Helper()
 	var in bytes.Buffer
-	if err := WriteInput(&in, req, base, overlay); err != nil {
+	if err := frame.WriteInput(&in, testKey, req, base, overlay); err != nil {
 		t.Fatal(err)
 	}
 	return in.Bytes()
@@ -91,47 +125,84 @@ func (e *env) run(t *testing.T, in []byte) result {
 	t.Helper()
 	var out bytes.Buffer
 	err := Run(context.Background(), e.cfg, bytes.NewReader(in), &out)
-	r := parseOutput(t, &out)
+	r := parseOutput(t, &out, nil)
 	r.err = err
 	return r
 }
 
-// parseOutput reads the output tar strictly: regular files, JSON status
-// entries without unknown fields, UTF-8 everywhere.
-func parseOutput(t *testing.T, r io.Reader) result {
+// parseOutput reads the output frames strictly: every frame verifies under
+// the test key, in the protocol's order, exit last; onResult, if not nil,
+// sees each result as it arrives.
+func parseOutput(t *testing.T, rd io.Reader, onResult func(frame.StepResult)) result {
 	t.Helper()
-	res := result{files: map[string]string{}}
-	tr := tar.NewReader(r)
+	res := result{results: map[string]*frame.StepResult{}, logs: [2]map[string][]byte{{}, {}}, files: map[string]string{}}
+	fr := frame.NewReader(rd, testKey, frame.Out)
+	var tarData bytes.Buffer
+	cur := ""
 	for {
+		typ, p, err := fr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("output frame %d: %v", fr.Frames(), err)
+		}
+		if len(res.frames) > 0 && res.frames[len(res.frames)-1] == frame.TypeExit {
+			t.Fatalf("a %q frame after the exit frame", typ)
+		}
+		res.frames = append(res.frames, typ)
+		switch typ {
+		case frame.TypeStart:
+			cur = string(p)
+			res.steps = append(res.steps, cur)
+		case frame.TypeStdout, frame.TypeStderr:
+			i := 0
+			if typ == frame.TypeStderr {
+				i = 1
+			}
+			skipped, data, err := frame.Stream(p)
+			if err != nil || cur == "" || res.results[cur] != nil {
+				t.Fatalf("stream frame outside a step: %v", err)
+			}
+			res.skipped[i] += skipped
+			res.logs[i][cur] = append(res.logs[i][cur], data...)
+		case frame.TypeResult:
+			sr := new(frame.StepResult)
+			decodeStrict(t, p, sr)
+			if sr.Step != cur || res.results[cur] != nil {
+				t.Fatalf("result %+v for step %q", sr, cur)
+			}
+			res.results[cur] = sr
+			if onResult != nil {
+				onResult(*sr)
+			}
+		case frame.TypeArtefacts:
+			tarData.Write(p)
+		case frame.TypeExit:
+			decodeStrict(t, p, &res.exit)
+		}
+	}
+	if len(res.frames) == 0 || res.frames[len(res.frames)-1] != frame.TypeExit {
+		t.Fatalf("the exit frame is not the last: %q", res.frames)
+	}
+	tr := tar.NewReader(&tarData)
+	for tarData.Len() > 0 {
 		h, err := tr.Next()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			t.Fatalf("output tar: %v", err)
+			t.Fatalf("artefacts tar: %v", err)
 		}
 		if h.Typeflag != tar.TypeReg {
-			t.Fatalf("output entry %q of type %q", h.Name, h.Typeflag)
+			t.Fatalf("artefact %q of type %q", h.Name, h.Typeflag)
 		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b, _ := io.ReadAll(tr)
 		if !utf8.Valid(b) {
-			t.Fatalf("output entry %q is not UTF-8", h.Name)
+			t.Fatalf("artefact %q is not UTF-8", h.Name)
 		}
 		res.names = append(res.names, h.Name)
 		res.files[h.Name] = string(b)
-		switch h.Name {
-		case SetupName:
-			res.setup = new(StepResult)
-			decodeStrict(t, b, res.setup)
-		case ExitName:
-			decodeStrict(t, b, &res.exit)
-		}
-	}
-	if len(res.names) == 0 || res.names[len(res.names)-1] != ExitName {
-		t.Fatalf("exit.json is not the last entry: %v", res.names)
 	}
 	return res
 }
@@ -154,51 +225,51 @@ func TestRunSteps(t *testing.T) {
 		setup, run     string
 		setupSeconds   int64
 		overlay        []byte
-		wantSetup      *StepResult // Step, Ran, ExitCode, Signal, TimedOut compared
-		wantRun        StepResult
+		wantSetup      *frame.StepResult // Step, Ran, ExitCode, Signal, TimedOut compared
+		wantRun        frame.StepResult
 		stdout, stderr string
 	}{
 		{
 			name: "run only", run: "echo out; echo err >&2; exit 3",
-			wantRun: StepResult{Step: "run", Ran: true, ExitCode: 3},
+			wantRun: frame.StepResult{Step: "run", Ran: true, ExitCode: 3},
 			stdout:  "== run ==\nout\n", stderr: "== run ==\nerr\n",
 		},
 		{
 			name: "setup sees base, run sees overlay", setup: "cat a.txt", run: "cat a.txt src/keep.txt src/new.txt", overlay: overlay,
-			wantSetup: &StepResult{Step: "setup", Ran: true}, wantRun: StepResult{Step: "run", Ran: true},
+			wantSetup: &frame.StepResult{Step: "setup", Ran: true}, wantRun: frame.StepResult{Step: "run", Ran: true},
 			stdout: "== setup ==\nbase\n== run ==\noverlay\nkeep\nnew\n", stderr: "== setup ==\n== run ==\n",
 		},
 		{
 			name: "setup failure skips run", setup: "echo installing; exit 1", run: "echo must not run", overlay: overlay,
-			wantSetup: &StepResult{Step: "setup", Ran: true, ExitCode: 1}, wantRun: StepResult{Step: "run"},
+			wantSetup: &frame.StepResult{Step: "setup", Ran: true, ExitCode: 1}, wantRun: frame.StepResult{Step: "run"},
 			stdout: "== setup ==\ninstalling\n", stderr: "== setup ==\n",
 		},
 		{
 			name: "setup timeout", setup: "echo start; sleep 30", setupSeconds: 1, run: "echo must not run",
-			wantSetup: &StepResult{Step: "setup", Ran: true, ExitCode: 128 + 9, Signal: "SIGKILL", TimedOut: true},
-			wantRun:   StepResult{Step: "run"}, stdout: "== setup ==\nstart\n", stderr: "== setup ==\n",
+			wantSetup: &frame.StepResult{Step: "setup", Ran: true, ExitCode: 128 + 9, Signal: "SIGKILL", TimedOut: true},
+			wantRun:   frame.StepResult{Step: "run"}, stdout: "== setup ==\nstart\n", stderr: "== setup ==\n",
 		},
 		{
 			name: "signal", run: "kill -TERM $$",
-			wantRun: StepResult{Step: "run", Ran: true, ExitCode: 128 + 15, Signal: "SIGTERM"},
+			wantRun: frame.StepResult{Step: "run", Ran: true, ExitCode: 128 + 15, Signal: "SIGTERM"},
 			stdout:  "== run ==\n", stderr: "== run ==\n",
 		},
 		{
 			// stdin is /dev/null, not the entry program's stdin (which
 			// still holds the overlay while setup runs).
 			name: "stdin is empty", setup: "wc -c", run: "wc -c", overlay: overlay,
-			wantSetup: &StepResult{Step: "setup", Ran: true}, wantRun: StepResult{Step: "run", Ran: true},
+			wantSetup: &frame.StepResult{Step: "setup", Ran: true}, wantRun: frame.StepResult{Step: "run", Ran: true},
 			stdout: "== setup ==\n0\n== run ==\n0\n", stderr: "== setup ==\n== run ==\n",
 		},
 		{
 			name: "HOME exists, proxy only for setup", setup: "test -d \"$HOME\" && env | grep -ci _proxy=", run: "env | grep -ci _proxy=",
-			wantSetup: &StepResult{Step: "setup", Ran: true}, wantRun: StepResult{Step: "run", Ran: true, ExitCode: 1},
+			wantSetup: &frame.StepResult{Step: "setup", Ran: true}, wantRun: frame.StepResult{Step: "run", Ran: true, ExitCode: 1},
 			stdout: "== setup ==\n2\n== run ==\n0\n", stderr: "== setup ==\n== run ==\n",
 		},
 		{
-			name: "invalid UTF-8 replaced", run: `printf 'a\377\376b\n'; printf '\303' >&2`,
-			wantRun: StepResult{Step: "run", Ran: true},
-			stdout:  "== run ==\na\uFFFDb\n", stderr: "== run ==\n\uFFFD\n",
+			name: "invalid UTF-8 forwarded as is", run: `printf 'a\377\376b\n'; printf '\303' >&2`,
+			wantRun: frame.StepResult{Step: "run", Ran: true},
+			stdout:  "== run ==\na\377\376b\n", stderr: "== run ==\n\303\n", // the runner sanitises
 		},
 	}
 	for _, c := range cases {
@@ -211,40 +282,27 @@ func TestRunSteps(t *testing.T) {
 			if r.err != nil {
 				t.Fatalf("Run: %v (exit.json error %q)", r.err, r.exit.Error)
 			}
-			same := func(got *StepResult, want StepResult) bool {
+			same := func(got *frame.StepResult, want frame.StepResult) bool {
 				return got.Step == want.Step && got.Ran == want.Ran && got.ExitCode == want.ExitCode &&
 					got.Signal == want.Signal && got.TimedOut == want.TimedOut
 			}
-			if !same(&r.exit.Run, c.wantRun) {
-				t.Errorf("run %+v, want %+v", r.exit.Run, c.wantRun)
+			if run := r.run(); !same(&run, c.wantRun) {
+				t.Errorf("run %+v, want %+v", run, c.wantRun)
 			}
 			switch {
-			case c.wantSetup == nil && (r.exit.Setup != nil || r.setup != nil):
-				t.Errorf("setup reported without a setup step: %+v", r.exit.Setup)
-			case c.wantSetup != nil && (r.exit.Setup == nil || r.setup == nil || !same(r.exit.Setup, *c.wantSetup) || *r.setup != *r.exit.Setup):
-				t.Errorf("setup %+v / setup.json %+v, want %+v", r.exit.Setup, r.setup, c.wantSetup)
+			case c.wantSetup == nil && r.setup() != nil:
+				t.Errorf("setup reported without a setup step: %+v", r.setup())
+			case c.wantSetup != nil && (r.setup() == nil || !same(r.setup(), *c.wantSetup)):
+				t.Errorf("setup %+v, want %+v", r.setup(), c.wantSetup)
 			}
-			if r.files[StdoutName] != c.stdout || r.files[StderrName] != c.stderr {
-				t.Errorf("stdout %q stderr %q, want %q %q", r.files[StdoutName], r.files[StderrName], c.stdout, c.stderr)
+			if r.log(0) != c.stdout || r.log(1) != c.stderr {
+				t.Errorf("stdout %q stderr %q, want %q %q", r.log(0), r.log(1), c.stdout, c.stderr)
 			}
-			if r.exit.Error != "" || r.exit.OutputTruncated {
-				t.Errorf("exit %+v", r.exit)
-			}
-			if r.exit.StdoutBytes != int64(len(c.stdout)-countHeaders(c.stdout)) && !strings.Contains(c.name, "UTF-8") {
-				t.Errorf("stdoutBytes %d for %q", r.exit.StdoutBytes, c.stdout)
+			if r.exit.Error != "" || r.exit.ArtefactsTruncated || r.skipped != [2]int64{} {
+				t.Errorf("exit %+v, skipped %v", r.exit, r.skipped)
 			}
 		})
 	}
-}
-
-func countHeaders(log string) int {
-	n := 0
-	for _, h := range []string{header("setup"), header("run")} {
-		if strings.Contains(log, h) {
-			n += len(h)
-		}
-	}
-	return n
 }
 
 // TestRunKillsBackgroundProcesses: a process a step leaves behind is killed
@@ -256,8 +314,8 @@ func TestRunKillsBackgroundProcesses(t *testing.T) {
 	req := request(`sleep 100 & echo $! > bg.pid; (sleep 100; echo late) & exit 0`)
 	req.SetupCommand = `sleep 100 & echo $! > setup-bg.pid`
 	r := e.run(t, input(t, req, buildSnapshot(t, map[string]string{"x": ""}), nil))
-	if r.err != nil || !r.exit.Run.Ran || r.exit.Run.ExitCode != 0 {
-		t.Fatalf("Run: %v %+v", r.err, r.exit)
+	if r.err != nil || !r.run().Ran || r.run().ExitCode != 0 {
+		t.Fatalf("Run: %v %+v %+v", r.err, r.run(), r.exit)
 	}
 	for _, f := range []string{"setup-bg.pid", "bg.pid"} {
 		b, err := os.ReadFile(filepath.Join(e.work, f))
@@ -273,7 +331,7 @@ func TestRunKillsBackgroundProcesses(t *testing.T) {
 			t.Errorf("%s: background process %d still exists (kill 0: %v)", f, pid, err)
 		}
 	}
-	if strings.Contains(r.files[StdoutName], "late") {
+	if strings.Contains(r.log(0), "late") {
 		t.Error("a background process wrote after the step")
 	}
 }
@@ -290,6 +348,7 @@ func TestRunLargeOutput(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	start := time.Now()
 	r := e.run(t, in)
 	runtime.ReadMemStats(&after)
 	if r.err != nil {
@@ -298,17 +357,21 @@ func TestRunLargeOutput(t *testing.T) {
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 4<<20 {
 		t.Errorf("allocated %d bytes for 20 MB of output", alloc)
 	}
-	if r.exit.StdoutBytes != 10_000_004 || r.exit.StderrBytes != 10_000_000 || !r.exit.OutputTruncated {
-		t.Fatalf("exit %+v", r.exit)
-	}
-	for name, content := range map[string]string{StdoutName: "0123456789\n", StderrName: "abcdefghi\n"} {
-		log := r.files[name]
-		if len(log) > 4096 || !strings.HasPrefix(log, "== run ==\n"+content) || !strings.Contains(log, " bytes omitted …]\n") {
-			t.Errorf("%s: %d bytes: %q … %q", name, len(log), log[:min(len(log), 40)], log[max(0, len(log)-40):])
+	// Everything is accounted for: forwarded or counted as skipped.
+	budget := frame.StepBudget(req.OutputBytes, frame.StepRun)
+	for i, want := range []struct {
+		total      int64
+		head, tail string
+	}{{10_000_004, "0123456789\n", "END\n"}, {10_000_000, "abcdefghi\n", "abcdefghi\n"}} {
+		got := r.logs[i][frame.StepRun]
+		if int64(len(got))+r.skipped[i] != want.total {
+			t.Errorf("stream %d: %d forwarded + %d skipped, want %d", i, len(got), r.skipped[i], want.total)
 		}
-	}
-	if !strings.HasSuffix(r.files[StdoutName], "END\n") {
-		t.Errorf("stdout tail lost: %q", r.files[StdoutName][len(r.files[StdoutName])-40:])
+		// The head in full, then at most one tail per flush.
+		flushes := int(time.Since(start)/frame.FlushInterval) + 2
+		if len(got) > budget/2+flushes*(budget-budget/2) || !strings.HasPrefix(string(got), want.head) || !strings.HasSuffix(string(got), want.tail) {
+			t.Errorf("stream %d: %d bytes forwarded (budget %d, %d flushes): %q … %q", i, len(got), budget, flushes, got[:min(len(got), 40)], got[max(0, len(got)-40):])
+		}
 	}
 }
 
@@ -328,10 +391,10 @@ func TestRunArtefacts(t *testing.T) {
 	req.OutputBytes = 4096
 	req.Artefacts = []string{"ok.txt", "link", "binary", "missing", "fifo", "dir", "empty", "big.txt", "after-big"}
 	r := e.run(t, input(t, req, buildSnapshot(t, map[string]string{"x": ""}), nil))
-	if r.err != nil || r.exit.Run.ExitCode != 0 {
-		t.Fatalf("Run: %v %+v %q", r.err, r.exit, r.files[StderrName])
+	if r.err != nil || r.run().ExitCode != 0 {
+		t.Fatalf("Run: %v %+v %q", r.err, r.exit, r.log(1))
 	}
-	want := []string{StdoutName, StderrName, "ok.txt", "empty", "big.txt", ExitName}
+	want := []string{"ok.txt", "empty", "big.txt"}
 	if strings.Join(r.names, " ") != strings.Join(want, " ") {
 		t.Fatalf("entries %v, want %v", r.names, want)
 	}
@@ -339,15 +402,18 @@ func TestRunArtefacts(t *testing.T) {
 		t.Errorf("ok.txt %q empty %q", r.files["ok.txt"], r.files["empty"])
 	}
 	total := 0
-	for _, n := range r.names[:len(r.names)-1] {
+	for _, n := range r.names {
 		total += len(r.files[n])
 	}
-	if total != 4096 || !strings.HasPrefix(r.files["big.txt"], "xxx") || !r.exit.OutputTruncated {
-		t.Errorf("content %d bytes, big.txt %d bytes, truncated %v", total, len(r.files["big.txt"]), r.exit.OutputTruncated)
+	// The artefacts get what the logs can at most hold of the steps' output
+	// (here two empty run sections: header and newline each).
+	room := 4096 - 2*(len(frame.Header(frame.StepRun))+1)
+	if total != room || !strings.HasPrefix(r.files["big.txt"], "xxx") || !r.exit.ArtefactsTruncated {
+		t.Errorf("content %d bytes (want %d), big.txt %d bytes, truncated %v", total, room, len(r.files["big.txt"]), r.exit.ArtefactsTruncated)
 	}
 }
 
-// TestRunArtefactFlags checks each reason for OutputTruncated on its own.
+// TestRunArtefactFlags checks each reason for ArtefactsTruncated on its own.
 func TestRunArtefactFlags(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -367,8 +433,8 @@ func TestRunArtefactFlags(t *testing.T) {
 			req := request(strings.ReplaceAll(c.make, "$OUT", e.out))
 			req.OutputBytes, req.Artefacts = 2048, []string{"a"}
 			r := e.run(t, input(t, req, buildSnapshot(t, map[string]string{"x": ""}), nil))
-			if r.err != nil || r.exit.OutputTruncated != c.truncated {
-				t.Fatalf("Run: %v, truncated %v, want %v", r.err, r.exit.OutputTruncated, c.truncated)
+			if r.err != nil || r.exit.ArtefactsTruncated != c.truncated {
+				t.Fatalf("Run: %v, truncated %v, want %v", r.err, r.exit.ArtefactsTruncated, c.truncated)
 			}
 			if strings.Contains(r.files["a"], "root:") {
 				t.Fatal("read through the symlink")
@@ -379,8 +445,9 @@ func TestRunArtefactFlags(t *testing.T) {
 
 // TestSetupResultIsFlushedBeforeTheRunStep reads the output while the job
 // runs: the run step waits (up to 20 s) for a file the test creates only
-// after it has read setup.json from the pipe, so the run step succeeds only
-// if setup.json reached the runner before the run step ended.
+// after it has read the setup step's result from the pipe, so the run step
+// succeeds only if that result reached the runner before the run step
+// ended.
 func TestSetupResultIsFlushedBeforeTheRunStep(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -395,48 +462,27 @@ func TestSetupResultIsFlushedBeforeTheRunStep(t *testing.T) {
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	tr := tar.NewReader(pr)
-	var names []string
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
+	r := parseOutput(t, pr, func(s frame.StepResult) {
+		if s.Step != frame.StepSetup {
+			return
 		}
-		if err != nil {
-			t.Fatal(err)
+		if !s.Ran || s.ExitCode != 0 {
+			t.Errorf("setup result %+v", s)
 		}
-		names = append(names, h.Name)
-		if h.Name == SetupName {
-			var s StepResult
-			b, _ := io.ReadAll(tr)
-			decodeStrict(t, b, &s)
-			if s.Step != "setup" || !s.Ran || s.ExitCode != 0 {
-				t.Errorf("setup.json %+v", s)
-			}
-			if err := os.WriteFile(flag, nil, 0o644); err != nil {
-				t.Fatal(err)
-			}
+		if err := os.WriteFile(flag, nil, 0o644); err != nil {
+			t.Error(err)
 		}
-		if h.Name == ExitName {
-			var x Exit
-			b, _ := io.ReadAll(tr)
-			decodeStrict(t, b, &x)
-			if x.Run.ExitCode != 0 {
-				t.Errorf("run step did not see setup.json in time: %+v", x.Run)
-			}
-		}
-	}
+	})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	want := []string{SetupName, StdoutName, StderrName, ExitName}
-	if strings.Join(names, " ") != strings.Join(want, " ") {
-		t.Fatalf("entries %v, want %v", names, want)
+	if r.run().ExitCode != 0 || r.log(0) != "== setup ==\nsetup\n== run ==\nran\n" {
+		t.Fatalf("run step did not see the setup result in time: %+v %q", r.run(), r.log(0))
 	}
 }
 
-// TestRunReportsItsOwnFailures: bad input and refused snapshots still give
-// a well-formed output whose exit.json carries the error.
+// TestRunReportsItsOwnFailures: bad input, tampered input and refused
+// snapshots still end the output with an exit frame carrying the error.
 func TestRunReportsItsOwnFailures(t *testing.T) {
 	t.Parallel()
 	good := buildSnapshot(t, map[string]string{"a": "x"})
@@ -448,40 +494,69 @@ func TestRunReportsItsOwnFailures(t *testing.T) {
 	zw.Close()
 	withSetup := request("echo must not run")
 	withSetup.SetupCommand = "echo setup ran"
+	// head is the input up to the base, as the runner sends it before the
+	// setup step ends.
+	head := func(req *frame.Request) (*bytes.Buffer, *frame.Writer) {
+		var b bytes.Buffer
+		frame.WriteHello(&b, testKey)
+		w := frame.NewWriter(&b, testKey, frame.In)
+		if err := frame.WriteHead(w, req, good, int64(len(good))); err != nil {
+			t.Fatal(err)
+		}
+		return &b, w
+	}
+	injected := func(what func(b *bytes.Buffer, w *frame.Writer)) []byte {
+		r := *withSetup
+		b, w := head(&r)
+		what(b, w)
+		return b.Bytes()
+	}
 	cases := []struct {
-		name      string
-		in        []byte
-		want      string
-		setupRan  bool
-		setupJSON bool
+		name     string
+		in       []byte
+		want     string
+		setupRan bool
+		tampered bool
 	}{
-		{"garbage", []byte("GET / HTTP/1.1\r\n"), "bad magic", false, false},
 		{"truncated base", func() []byte { in := input(t, request("true"), good, nil); return in[:len(in)-10] }(), "base snapshot", false, false},
 		{"hostile base", input(t, request("true"), hostile.Bytes(), nil), "forbidden", false, false},
-		{"hostile overlay", input(t, withSetup, good, hostile.Bytes()), "overlay snapshot", true, true},
-		{"overlay over a file's parent", input(t, withSetup, good, buildSnapshot(t, map[string]string{"a/b": "x"})), "overlay snapshot", true, true},
+		{"hostile overlay", input(t, withSetup, good, hostile.Bytes()), "overlay snapshot", true, false},
+		{"overlay over a file's parent", input(t, withSetup, good, buildSnapshot(t, map[string]string{"a/b": "x"})), "overlay snapshot", true, false},
+		// What a setup step writing into PID 1's stdin leaves before the
+		// runner's go-ahead.
+		{"bytes injected before the go-ahead", injected(func(b *bytes.Buffer, w *frame.Writer) {
+			b.WriteString("G")
+			frame.WriteGoAhead(w)
+			frame.WriteOverlay(w, good)
+		}), "tampered", true, true},
+		{"go-ahead under another key", injected(func(b *bytes.Buffer, _ *frame.Writer) {
+			frame.WriteGoAhead(frame.NewWriter(b, bytes.Repeat([]byte{1}, frame.KeySize), frame.In))
+		}), "tampered", true, true},
+		{"overlay without the go-ahead", injected(func(_ *bytes.Buffer, w *frame.Writer) { frame.WriteOverlay(w, good) }), "want the go-ahead", true, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			r := e.run(t, c.in)
-			if r.err == nil || !strings.Contains(r.err.Error(), c.want) || !strings.Contains(r.exit.Error, c.want) {
-				t.Fatalf("Run = %v, exit.json error %q, want %q", r.err, r.exit.Error, c.want)
+			if r.err == nil || !strings.Contains(r.err.Error(), c.want) || !strings.Contains(r.exit.Error, c.want) || r.exit.InputTampered != c.tampered {
+				t.Fatalf("Run = %v, exit %+v, want %q (tampered %v)", r.err, r.exit, c.want, c.tampered)
 			}
-			if r.exit.Run.Ran || r.exit.Run.Step != "run" {
-				t.Errorf("run %+v", r.exit.Run)
+			if r.run().Ran {
+				t.Errorf("run %+v", r.run())
 			}
-			if (r.exit.Setup != nil && r.exit.Setup.Ran) != c.setupRan || (r.setup != nil) != c.setupJSON {
-				t.Errorf("setup %+v setup.json %v", r.exit.Setup, r.setup)
+			if (r.setup() != nil && r.setup().Ran) != c.setupRan {
+				t.Errorf("setup %+v", r.setup())
 			}
-			if _, ok := r.files[StdoutName]; !ok {
-				t.Errorf("no stdout.log: %v", r.names)
-			}
-			if strings.Contains(r.files[StdoutName], "must not run") {
+			if strings.Contains(r.log(0), "must not run") {
 				t.Error("the run step ran")
 			}
 		})
+	}
+	// Without a hello nothing can be authenticated: nothing is written.
+	var out bytes.Buffer
+	if err := Run(context.Background(), newEnv(t).cfg, strings.NewReader("GET / HTTP/1.1\r\n"), &out); err == nil || out.Len() != 0 {
+		t.Fatalf("garbage input: %v, %d bytes out", err, out.Len())
 	}
 }
 
@@ -499,10 +574,10 @@ func TestRunRefusesBadConfig(t *testing.T) {
 		cfg := e.cfg
 		f(&cfg)
 		var out bytes.Buffer
-		err := Run(context.Background(), cfg, strings.NewReader(""), &out)
-		r := parseOutput(t, &out)
-		if err == nil || !strings.Contains(r.exit.Error, "entry config") {
-			t.Errorf("%s: Run = %v, exit.json %+v", name, err, r.exit)
+		err := Run(context.Background(), cfg, bytes.NewReader(input(t, request("true"), buildSnapshot(t, map[string]string{"x": ""}), nil)), &out)
+		r := parseOutput(t, &out, nil)
+		if err == nil || !strings.Contains(r.exit.Error, "entry config") || len(r.steps) != 0 {
+			t.Errorf("%s: Run = %v, exit %+v, steps %v", name, err, r.exit, r.steps)
 		}
 	}
 }
@@ -528,8 +603,8 @@ func TestRunCancelled(t *testing.T) {
 	cancel()
 	select {
 	case err := <-done:
-		r := parseOutput(t, &out)
-		if !errors.Is(err, context.Canceled) || !strings.Contains(r.exit.Error, "canceled") || r.exit.Run.Signal != "SIGKILL" {
+		r := parseOutput(t, &out, nil)
+		if !errors.Is(err, context.Canceled) || !strings.Contains(r.exit.Error, "canceled") || r.run().Signal != "SIGKILL" {
 			t.Fatalf("Run = %v, exit %+v", err, r.exit)
 		}
 	case <-time.After(20 * time.Second):
@@ -547,9 +622,9 @@ func TestRunStepThatCannotStart(t *testing.T) {
 	if r.err == nil || !strings.Contains(r.exit.Error, "setup step: start") {
 		t.Fatalf("Run = %v, exit %+v", r.err, r.exit)
 	}
-	// setup.json still goes out, so the runner revokes egress at once.
-	if r.setup == nil || r.setup.Ran || r.exit.Run.Ran {
-		t.Fatalf("setup.json %+v, exit %+v", r.setup, r.exit)
+	// The setup result still goes out, so the runner revokes egress at once.
+	if r.setup() == nil || r.setup().Ran || r.run().Ran {
+		t.Fatalf("setup %+v, run %+v", r.setup(), r.run())
 	}
 }
 
@@ -563,12 +638,13 @@ func TestRunStepWaitsForTheGoAhead(t *testing.T) {
 	req.SetupCommand = "true"
 	req.SetupSeconds = 30
 	var in bytes.Buffer
-	if err := WriteHead(&in, req, buildSnapshot(t, map[string]string{"x": "x"}), 0); err != nil {
+	frame.WriteHello(&in, testKey)
+	if err := frame.WriteHead(frame.NewWriter(&in, testKey, frame.In), req, buildSnapshot(t, map[string]string{"x": "x"}), 0); err != nil {
 		t.Fatal(err)
 	}
 	r := e.run(t, in.Bytes())
-	if r.err == nil || r.exit.Run.Ran || r.setup == nil || r.setup.ExitCode != 0 {
-		t.Fatalf("run without go-ahead: err %v, exit %+v, setup %+v", r.err, r.exit, r.setup)
+	if r.err == nil || r.run().Ran || r.setup() == nil || r.setup().ExitCode != 0 || !strings.Contains(r.exit.Error, "no go-ahead") {
+		t.Fatalf("run without go-ahead: err %v, exit %+v, setup %+v", r.err, r.exit, r.setup())
 	}
 	if _, err := os.Stat(filepath.Join(e.cfg.WorkDir, "ran")); err == nil {
 		t.Fatal("the run step ran without the go-ahead")

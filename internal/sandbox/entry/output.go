@@ -2,81 +2,75 @@ package entry
 
 import (
 	"archive/tar"
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/quavon/quavon/internal/sandbox/frame"
 )
 
-// output writes the output tar. The first error sticks: later writes are
-// skipped and close reports it.
+// output sends the authenticated output frames. The log flusher and the
+// main goroutine share it. The first error sticks: later frames are
+// skipped and err reports it.
 type output struct {
-	bw  *bufio.Writer
-	tw  *tar.Writer
+	mu  sync.Mutex
+	w   *frame.Writer
 	err error
 }
 
-func newOutput(w io.Writer) *output {
-	bw := bufio.NewWriter(w)
-	return &output{bw: bw, tw: tar.NewWriter(bw)}
-}
-
-// file writes one regular file entry.
-func (o *output) file(name string, body []byte) error {
-	if o.err != nil {
-		return o.err
-	}
-	h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(0, 0), Format: tar.FormatUSTAR}
-	if err := o.tw.WriteHeader(h); err != nil {
-		o.err = err
-		return err
-	}
-	if _, err := o.tw.Write(body); err != nil {
-		o.err = err
+func (o *output) send(t frame.Type, p []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = o.w.Write(t, p)
 	}
 	return o.err
 }
 
-// status writes v as a JSON entry and flushes it to the runner at once.
-func (o *output) status(name string, v any) error {
+func (o *output) data(t frame.Type, p []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = o.w.WriteData(t, p)
+	}
+	return o.err
+}
+
+func (o *output) stream(t frame.Type, skipped int64, p []byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.err == nil {
+		o.err = o.w.WriteStream(t, skipped, p)
+	}
+	return o.err
+}
+
+// json sends v as the payload of one frame.
+func (o *output) json(t frame.Type, v any) error {
 	body, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := o.file(name, body); err != nil {
-		return err
-	}
-	if err := o.tw.Flush(); err != nil {
-		o.err = err
-		return err
-	}
-	if err := o.bw.Flush(); err != nil {
-		o.err = err
-	}
-	return o.err
+	return o.send(t, body)
 }
 
-func (o *output) close() error {
-	if o.err != nil {
-		return o.err
-	}
-	if err := o.tw.Close(); err != nil {
-		o.err = err
-		return err
-	}
-	o.err = o.bw.Flush()
-	return o.err
-}
-
-// artefacts writes the requested artefacts within room bytes in all and
-// reports whether any was cut or dropped.
+// artefacts sends the requested artefacts as a tar (spec §3, "Artefacts
+// out") within room bytes of content in all, and reports whether any was
+// cut or dropped.
 func (j *job) artefacts(room int64) (truncated bool) {
+	if len(j.req.Artefacts) == 0 {
+		return false
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
 	for _, name := range j.req.Artefacts {
 		body, cut, err := readArtefact(filepath.Join(j.cfg.OutDir, name), room)
 		switch {
@@ -90,11 +84,15 @@ func (j *job) artefacts(room int64) (truncated bool) {
 		if cut && len(body) == 0 {
 			continue // no room left at all
 		}
-		if j.out.file(name, body) != nil {
-			return truncated
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(body)), ModTime: time.Unix(0, 0), Format: tar.FormatUSTAR}
+		if tw.WriteHeader(h) != nil {
+			return true
 		}
+		tw.Write(body)
 		room -= int64(len(body))
 	}
+	tw.Close()
+	j.out.data(frame.TypeArtefacts, buf.Bytes())
 	return truncated
 }
 
@@ -123,7 +121,7 @@ func readArtefact(path string, room int64) (body []byte, cut bool, err error) {
 		return nil, false, errNotArtefact
 	}
 	if int64(len(body)) > room {
-		body, cut = TrimPartialRune(body[:room]), true
+		body, cut = frame.TrimPartialRune(body[:room]), true
 	}
 	if !utf8.Valid(body) {
 		return nil, false, errNotArtefact

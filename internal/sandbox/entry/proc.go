@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/quavon/quavon/internal/sandbox/frame"
 )
 
 // drainTimeout bounds reading a step's pipes after every process was killed.
@@ -18,12 +20,13 @@ import (
 const drainTimeout = 5 * time.Second
 
 // step runs command as one step: `<shell> -c command` in the work directory,
-// stdin /dev/null, stdout and stderr into the captures, in its own process
-// group. It returns when the shell has exited (or timeout has passed, or ctx
-// is done) and every other process of the step is killed and reaped. An
-// error means the step could not be run at all.
-func (j *job) step(ctx context.Context, name, command string, env []string, timeout time.Duration, stdout, stderr io.Writer) (StepResult, error) {
-	res := StepResult{Step: name}
+// stdin /dev/null, stdout and stderr forwarded to the runner (fw), in its
+// own process group. It returns when the shell has exited (or timeout has
+// passed, or ctx is done), every other process of the step is killed and
+// reaped and what the step printed is flushed. An error means the step
+// could not be run at all.
+func (j *job) step(ctx context.Context, name, command string, env []string, timeout time.Duration, fw [2]*forwarder) (frame.StepResult, error) {
+	res := frame.StepResult{Step: name}
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return res, fmt.Errorf("%s step: %w", name, err)
@@ -59,12 +62,15 @@ func (j *job) step(ctx context.Context, name, command string, env []string, time
 	res.Ran = true
 
 	var copying sync.WaitGroup
-	for _, s := range []struct {
-		w io.Writer
-		r *os.File
-	}{{stdout, outR}, {stderr, errR}} {
-		copying.Go(func() { io.Copy(s.w, s.r) })
+	for i, r := range []*os.File{outR, errR} {
+		copying.Go(func() { io.Copy(fw[i], r) })
 	}
+	stopFlush := make(chan struct{})
+	flushed := make(chan struct{})
+	go func() {
+		flushEvery(j.out, stopFlush, fw[0], fw[1])
+		close(flushed)
+	}()
 
 	type exit struct {
 		ws  syscall.WaitStatus
@@ -99,6 +105,11 @@ func (j *job) step(ctx context.Context, name, command string, env []string, time
 	outR.SetReadDeadline(deadline)
 	errR.SetReadDeadline(deadline)
 	copying.Wait()
+	close(stopFlush)
+	<-flushed
+	for _, f := range fw {
+		f.flush(j.out)
+	}
 
 	if e.err != nil {
 		return res, fmt.Errorf("%s step: wait: %w", name, e.err)

@@ -20,7 +20,9 @@ const (
 // Caught (not ignored) signals get their default disposition back in the
 // steps on exec. It also clears the dumpable flag, so processes of the same
 // uid can neither ptrace it nor open /proc/1/fd (its stdin holds the
-// overlay, its stdout the output).
+// overlay, its stdout the output). gVisor honours neither the dumpable flag
+// nor init's shield against SIGKILL; the authenticated channel (package
+// frame) is what keeps the verdict true there.
 //
 // Otherwise it becomes a child subreaper: the orphans of a step stay its
 // children and killAll can reap them.

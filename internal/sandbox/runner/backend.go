@@ -32,6 +32,9 @@ type ContainerSpec struct {
 type ExecResult struct {
 	ExitCode int
 	TimedOut bool // killed by the runner at the wall clock
+	// OOMKilled: the runtime reports that the container hit its memory
+	// limit (under gVisor the whole sandbox then dies).
+	OOMKilled bool
 }
 
 // Backend runs one container per call. Exec writes stdin to the

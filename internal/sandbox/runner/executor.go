@@ -1,8 +1,6 @@
 package runner
 
 import (
-	"github.com/quavon/quavon/internal/sandbox/valkeyq"
-
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +11,8 @@ import (
 	"time"
 
 	"github.com/quavon/quavon/internal/sandbox"
-	"github.com/quavon/quavon/internal/sandbox/entry"
+	"github.com/quavon/quavon/internal/sandbox/frame"
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/snapshot"
 )
 
@@ -79,7 +78,7 @@ func NewExecutor(cfg ExecutorConfig) (*Executor, error) {
 
 // failed is a result for a job that could not run; msg is a fixed text.
 func failed(msg, digest string) *sandbox.SandboxResult {
-	return &sandbox.SandboxResult{Status: sandbox.StatusFailed, Error: msg, ImageDigest: digest}
+	return &sandbox.SandboxResult{Status: sandbox.StatusFailed, Error: msg, ImageDigest: digest, ExitCode: sandbox.NoExitCode}
 }
 
 // fetch returns a snapshot's plaintext and deletes its chunks, whatever
@@ -120,7 +119,13 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 			return failed("the overlay snapshot could not be fetched or did not verify", ref), nil
 		}
 	}
-	req := &entry.Request{
+	// The channel's key: fresh per job, sent only in the hello and held by
+	// no one but this function and the job's PID 1.
+	key, err := frame.NewKey()
+	if err != nil {
+		return nil, err
+	}
+	req := &frame.Request{
 		SetupCommand:     job.SetupCommand,
 		RunCommand:       job.RunCommand,
 		Artefacts:        job.Artefacts,
@@ -128,26 +133,33 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 		SetupSeconds:     limits.SetupSeconds,
 		MaxEntries:       e.snapshot.MaxEntries,
 		MaxUnpackedBytes: min(e.snapshot.MaxUnpackedBytes, limits.WorkBytes),
+		BaseBytes:        int64(len(base)),
+		OverlayBytes:     int64(len(overlay)),
 	}
 	setupDone := make(chan struct{})
 	var setupOnce sync.Once
 	outputDone := make(chan struct{})
 	inR, inW := io.Pipe()
 	go func() {
-		inW.CloseWithError(e.feed(ctx, inW, req, base, overlay, pass, limits, setupDone, outputDone))
+		inW.CloseWithError(e.feed(ctx, inW, key, req, base, overlay, pass, limits, setupDone, outputDone))
 	}()
 	defer inR.Close()
 
 	outR, outW := io.Pipe()
-	parsed := make(chan *Output, 1)
+	type parsed struct {
+		out *Output
+		err error
+	}
+	parsedC := make(chan parsed, 1)
 	go func() {
-		out, err := ReadOutput(outR, job.Artefacts, OutputLimits{Total: limits.OutputBytes, Raw: 2*limits.OutputBytes + 1<<20},
-			func(entry.StepResult) { setupOnce.Do(func() { close(setupDone) }) })
-		// Anything after the tar (or past the cap) is refused: the next
-		// write fails and the backend stops the container.
+		out, err := ReadOutput(outR, key, req, OutputLimits{Total: limits.OutputBytes, Raw: rawCap(limits)},
+			func(frame.StepResult) { setupOnce.Do(func() { close(setupDone) }) })
+		// Anything after the exit frame (or past the cap, or after a frame
+		// that does not verify) is refused: the next write fails and the
+		// backend stops the container.
 		outR.CloseWithError(errors.Join(errors.New("output closed"), err))
 		close(outputDone)
-		parsed <- out
+		parsedC <- parsed{out, err}
 	}()
 	spec := ContainerSpec{JobID: job.ID, ImageRef: ref, Env: ContainerEnv(job), Limits: limits}
 	if pass != nil {
@@ -156,58 +168,117 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 	}
 	res, execErr := e.backend.Exec(ctx, spec, inR, outW)
 	outW.Close()
-	out := <-parsed
+	p := <-parsedC
+	out := p.out
 	e.log.Info("sandbox container done",
 		slog.String("job_id", job.ID), slog.String("backend", e.backend.Name()),
 		slog.Int("base_bytes", len(base)), slog.Int("overlay_bytes", len(overlay)),
-		slog.Int64("output_bytes", out.RawBytes), slog.Bool("timed_out", res.TimedOut))
-	if execErr != nil && !res.TimedOut {
+		slog.Int64("output_bytes", out.RawBytes), slog.Bool("timed_out", res.TimedOut), slog.Bool("oom_killed", res.OOMKilled))
+	result := verdict(out, p.err, res, limits)
+	result.ImageDigest = ref
+	switch {
+	case errors.Is(p.err, frame.ErrTampered):
+		e.log.Warn("sandbox output refused: a frame did not verify", slog.String("job_id", job.ID))
+	case execErr != nil && !res.TimedOut && p.err == nil:
 		if ctx.Err() != nil {
 			return nil, execErr
 		}
 		e.log.Error("sandbox container failed", slog.String("job_id", job.ID), slog.String("error", execErr.Error()))
 		return failed("the sandbox container failed", ref), nil
 	}
-	result := &sandbox.SandboxResult{
-		Status:          sandbox.StatusCompleted,
-		ImageDigest:     ref,
-		Artefacts:       out.Files,
-		OutputTruncated: out.Truncated,
-	}
-	if ex := out.Exit; ex != nil {
-		result.OutputTruncated = result.OutputTruncated || ex.OutputTruncated
-		if ex.Setup != nil {
-			result.Steps = append(result.Steps, step(*ex.Setup))
-		}
-		result.Steps = append(result.Steps, step(ex.Run))
-		result.ExitCode = ex.Run.ExitCode
-		if ex.Setup != nil && !ex.Run.Ran {
-			result.ExitCode = ex.Setup.ExitCode
-		}
-		if ex.Error != "" {
-			result.Status, result.Error = sandbox.StatusFailed, "the entry program refused the input: "+ex.Error
-		}
-	}
-	switch {
-	case res.TimedOut:
-		result.Status, result.Error = sandbox.StatusTimedOut, fmt.Sprintf("killed at the wall clock of %d s", limits.WallClockSeconds)
-		result.ExitCode = res.ExitCode
-	case out.Exit == nil:
-		result.Status, result.Error = sandbox.StatusFailed, "the sandbox ended without an exit status"
-		result.ExitCode = res.ExitCode
-	}
 	return result, nil
 }
 
-// feed writes the container's input. With a setup step it stops after the
-// base snapshot until the setup step has reported its end (or its budget
-// has run out), revokes the step's egress, and only then sends the
-// go-ahead and the overlay: nothing of the run step can start while the
-// egress credential still exists. A failed revocation sends nothing more,
-// so the entry program refuses to go on.
-func (e *Executor) feed(ctx context.Context, w io.Writer, req *entry.Request, base, overlay []byte, pass *egressPass,
+// Fixed texts of the results a job can end with besides its own verdict.
+const (
+	msgOutputTampered = "the sandbox output was tampered with: a step wrote into or read from the entry program's output"
+	msgInputTampered  = "the sandbox input was tampered with: a step wrote into or read from the entry program's input"
+	msgOverflow       = "the sandbox output went past its cap"
+	msgPID1Killed     = "the entry program (PID 1) was killed before it reported: a step may have killed it"
+	msgNoExit         = "the sandbox ended without an exit status"
+)
+
+// verdict turns what the container reported and how it ended into the
+// result. Only authenticated frames count: the steps that started and
+// ended, their exit codes, their output. A job cut short (wall clock,
+// memory limit, PID 1 killed, output refused) keeps what had arrived: the
+// steps so far, the one cut off marked as killed, and the logs' head and
+// tail up to the last flush.
+func verdict(out *Output, perr error, res ExecResult, limits sandbox.Limits) *sandbox.SandboxResult {
+	result := &sandbox.SandboxResult{Status: sandbox.StatusCompleted, Artefacts: out.Files, OutputTruncated: out.Truncated}
+	for _, name := range out.Started {
+		if r := out.Result(name); r != nil {
+			result.Steps = append(result.Steps, step(*r))
+			continue
+		}
+		// Cut off: killed with the container.
+		result.Steps = append(result.Steps, sandbox.Step{Name: name, Ran: true, ExitCode: killedExit, TimedOut: res.TimedOut})
+	}
+	if run := out.Result(frame.StepRun); run != nil {
+		result.ExitCode = run.ExitCode
+	} else if setup := out.Result(frame.StepSetup); setup != nil {
+		result.ExitCode = setup.ExitCode
+	}
+	fail := func(status sandbox.ResultStatus, msg string) *sandbox.SandboxResult {
+		result.Status, result.Error = status, msg
+		if status == sandbox.StatusFailed {
+			result.ExitCode = sandbox.NoExitCode // a failed job has no verdict
+		}
+		return result
+	}
+	switch {
+	case errors.Is(perr, frame.ErrTampered):
+		return fail(sandbox.StatusFailed, msgOutputTampered)
+	case errors.Is(perr, ErrOutputOverflow):
+		return fail(sandbox.StatusFailed, msgOverflow)
+	case res.TimedOut:
+		result.ExitCode = res.ExitCode
+		return fail(sandbox.StatusTimedOut, fmt.Sprintf("killed at the wall clock of %d s", limits.WallClockSeconds))
+	case out.Exit == nil && res.OOMKilled:
+		result.ExitCode = res.ExitCode
+		return fail(sandbox.StatusFailed, fmt.Sprintf("the sandbox was killed at its memory limit of %d bytes", limits.MemoryBytes))
+	case out.Exit == nil && res.ExitCode == killedExit:
+		result.ExitCode = res.ExitCode
+		return fail(sandbox.StatusFailed, msgPID1Killed)
+	case out.Exit == nil:
+		result.ExitCode = res.ExitCode
+		return fail(sandbox.StatusFailed, msgNoExit)
+	case out.Exit.InputTampered:
+		return fail(sandbox.StatusFailed, msgInputTampered)
+	case out.Exit.Error != "":
+		return fail(sandbox.StatusFailed, "the entry program refused the input: "+out.Exit.Error)
+	}
+	return result
+}
+
+// killedExit is the exit status of a process killed by SIGKILL, as the
+// shell reports it.
+const killedExit = 128 + 9
+
+// rawCap bounds the bytes read from a container: the logs' heads and tails
+// and the artefacts (twice the output budget, for frames and tar headers
+// with room to spare), plus what the periodic flushes of a running step can
+// add: per flush at most the tails of both streams (a quarter of the
+// budget), for every flush the wall clock allows.
+func rawCap(l sandbox.Limits) int64 {
+	flushes := (l.WallClockSeconds+1)*int64(time.Second/frame.FlushInterval) + 2
+	return 2*l.OutputBytes + 1<<20 + flushes*(l.OutputBytes/4+1024)
+}
+
+// feed writes the container's input: the hello with the job's key, the
+// request and the base. With a setup step it then waits until the setup
+// step has reported its end (or its budget has run out), revokes the
+// step's egress, and only then sends the go-ahead and the overlay: nothing
+// of the run step can start while the egress credential still exists. A
+// failed revocation sends nothing more, so the entry program refuses to go
+// on.
+func (e *Executor) feed(ctx context.Context, w io.Writer, key []byte, req *frame.Request, base, overlay []byte, pass *egressPass,
 	limits sandbox.Limits, setupDone, outputDone <-chan struct{}) error {
-	if err := entry.WriteHead(w, req, base, int64(len(overlay))); err != nil {
+	if err := frame.WriteHello(w, key); err != nil {
+		return err
+	}
+	fw := frame.NewWriter(w, key, frame.In)
+	if err := frame.WriteHead(fw, req, base, int64(len(overlay))); err != nil {
 		return err
 	}
 	if req.SetupCommand != "" {
@@ -234,18 +305,17 @@ func (e *Executor) feed(ctx context.Context, w io.Writer, req *entry.Request, ba
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		if _, err := w.Write([]byte{entry.GoAhead}); err != nil {
+		if err := frame.WriteGoAhead(fw); err != nil {
 			return err
 		}
 	}
-	_, err := w.Write(overlay)
-	return err
+	return frame.WriteOverlay(fw, overlay)
 }
 
 // setupGrace is how long past its own budget the runner waits for the
 // entry program to report the setup step's end before revoking egress.
 const setupGrace = 10 * time.Second
 
-func step(s entry.StepResult) sandbox.Step {
+func step(s frame.StepResult) sandbox.Step {
 	return sandbox.Step{Name: s.Step, Ran: s.Ran, ExitCode: s.ExitCode, TimedOut: s.TimedOut, DurationMillis: s.DurationMillis}
 }

@@ -1,9 +1,7 @@
 package runner_test
 
 import (
-	"github.com/quavon/quavon/internal/sandbox/valkeyq"
-
-	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,8 +12,9 @@ import (
 	"time"
 
 	"github.com/quavon/quavon/internal/sandbox"
-	"github.com/quavon/quavon/internal/sandbox/entry"
+	"github.com/quavon/quavon/internal/sandbox/frame"
 	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -35,11 +34,16 @@ func (f *fakeBackend) Name() string { return "fake" }
 func (f *fakeBackend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.Reader, stdout io.Writer) (runner.ExecResult, error) {
 	f.left, f.spec = f.chunksLeft(), spec
 	f.input, _ = io.ReadAll(stdin)
-	tw := tar.NewWriter(stdout)
-	exit, _ := json.Marshal(entry.Exit{Run: entry.StepResult{Step: "run", Ran: true, ExitCode: 0}})
-	tw.WriteHeader(&tar.Header{Name: entry.ExitName, Mode: 0o644, Size: int64(len(exit)), Typeflag: tar.TypeReg})
-	tw.Write(exit)
-	tw.Close()
+	// Answer as the entry program would, under the key of the hello.
+	key, err := frame.ReadHello(bytes.NewReader(f.input))
+	if err != nil {
+		return runner.ExecResult{ExitCode: 1}, nil
+	}
+	w := frame.NewWriter(stdout, key, frame.Out)
+	w.Write(frame.TypeStart, []byte(frame.StepRun))
+	res, _ := json.Marshal(frame.StepResult{Step: frame.StepRun, Ran: true, ExitCode: 0})
+	w.Write(frame.TypeResult, res)
+	w.Write(frame.TypeExit, []byte(`{}`))
 	return runner.ExecResult{}, nil
 }
 
@@ -102,7 +106,7 @@ func TestExecutorUsesSnapshotsOnce(t *testing.T) {
 	if fb.spec.Limits != ceiling {
 		t.Fatalf("limits reached the backend unclamped: %+v", fb.spec.Limits)
 	}
-	if !strings.HasPrefix(string(fb.input), entry.Magic) {
+	if !strings.HasPrefix(string(fb.input), frame.Magic) {
 		t.Fatal("the container did not get the framed input")
 	}
 	// A second run of the same job finds no snapshot: it was used once.

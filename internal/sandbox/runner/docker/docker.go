@@ -4,7 +4,8 @@
 //
 // Every container gets the settings of spec §3 "Container settings" and
 // nothing else: no network, read-only root, no capabilities,
-// no-new-privileges with the default seccomp profile, uid 65532, pids,
+// no-new-privileges with Quavon's seccomp profile (seccomp.go; under gVisor
+// too, which the runsc runtime must be told with --oci-seccomp), uid 65532, pids,
 // memory (= memory+swap) and CPU limits, tmpfs for /work, /out and /tmp,
 // nofile and fsize ulimits, private IPC with a small /dev/shm, no mounts,
 // devices or privileges, no init other than the entry program, no log
@@ -56,8 +57,9 @@ var _ runner.Backend = (*Backend)(nil)
 
 // New checks the engine and returns a backend. For ModeRunsc the engine
 // must have a runtime named runsc whose runtimeArgs set --platform to
-// platform; anything else refuses to start. The caller decides whether
-// ModeRuncInsecure is allowed at all.
+// platform and --oci-seccomp (without it gVisor ignores the container's
+// seccomp profile); anything else refuses to start. The caller decides
+// whether ModeRuncInsecure is allowed at all.
 func New(ctx context.Context, cli *client.Client, mode Mode, platform string) (*Backend, error) {
 	info, err := cli.Info(ctx)
 	if err != nil {
@@ -69,23 +71,42 @@ func New(ctx context.Context, cli *client.Client, mode Mode, platform string) (*
 		if !ok {
 			return nil, errors.New("docker backend: the engine has no runsc runtime; register gVisor in daemon.json (runtimes.runsc)")
 		}
-		got := ""
-		for _, a := range rt.Args {
-			if p, ok := strings.CutPrefix(a, "--platform="); ok {
-				got = p
-			}
-		}
-		if got == "" {
-			return nil, fmt.Errorf("docker backend: the runsc runtime sets no --platform in its runtimeArgs; set --platform=%s explicitly", platform)
-		}
-		if got != platform {
-			return nil, fmt.Errorf("docker backend: runsc runs with --platform=%s, configured %s", got, platform)
+		if err := CheckRunscArgs(rt.Args, platform); err != nil {
+			return nil, err
 		}
 		return &Backend{cli: cli, mode: mode, runtime: runtimeRunsc}, nil
 	case ModeRuncInsecure:
 		return &Backend{cli: cli, mode: mode, runtime: runtimeRunc}, nil
 	}
 	return nil, fmt.Errorf("docker backend: unknown mode %q", mode)
+}
+
+// CheckRunscArgs checks the runtimeArgs of the engine's runsc runtime: an
+// explicit --platform equal to platform, and --oci-seccomp, without which
+// gVisor ignores the containers' seccomp profile.
+func CheckRunscArgs(args []string, platform string) error {
+	got, seccomp := "", false
+	for _, a := range args {
+		a = "--" + strings.TrimLeft(a, "-") // runsc takes -flag and --flag
+		if p, ok := strings.CutPrefix(a, "--platform="); ok {
+			got = p
+		}
+		switch a {
+		case "--oci-seccomp", "--oci-seccomp=true":
+			seccomp = true
+		case "--oci-seccomp=false":
+			seccomp = false
+		}
+	}
+	switch {
+	case got == "":
+		return fmt.Errorf("docker backend: the runsc runtime sets no --platform in its runtimeArgs; set --platform=%s explicitly", platform)
+	case got != platform:
+		return fmt.Errorf("docker backend: runsc runs with --platform=%s, configured %s", got, platform)
+	case !seccomp:
+		return errors.New("docker backend: the runsc runtime does not apply the containers' seccomp profile; add --oci-seccomp to its runtimeArgs")
+	}
+	return nil
 }
 
 // Name is the backend mode.
@@ -128,7 +149,7 @@ func (b *Backend) ContainerConfig(spec runner.ContainerSpec) (*container.Config,
 		NetworkMode:    netMode,
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges:true"},
+		SecurityOpt:    []string{"no-new-privileges:true", "seccomp=" + SeccompProfile(b.runtime)},
 		IpcMode:        "private",
 		ShmSize:        shmBytes,
 		Init:           &no,
@@ -224,6 +245,15 @@ func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.
 				return res, fmt.Errorf("docker: wait: %s", w.Error.Message)
 			}
 			res.ExitCode = int(w.StatusCode)
+			if res.ExitCode != 0 {
+				// Killed at the memory limit? Under gVisor the whole sandbox
+				// dies then; the result says why.
+				ictx, cancel := context.WithTimeout(cleanup, 10*time.Second)
+				if info, err := b.cli.ContainerInspect(ictx, id); err == nil && info.State != nil {
+					res.OOMKilled = info.State.OOMKilled
+				}
+				cancel()
+			}
 			if !copyDone {
 				// The stream ends with the container; collect what is left.
 				select {

@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -159,7 +160,15 @@ func TestContainerSettings(t *testing.T) {
 			check("network none", string(hc.NetworkMode) == "none" && cfg.NetworkDisabled)
 			check("read-only root", hc.ReadonlyRootfs)
 			check("cap drop ALL", slices.Equal(hc.CapDrop, []string{"ALL"}) && len(hc.CapAdd) == 0)
-			check("no-new-privileges, default seccomp", slices.Equal(hc.SecurityOpt, []string{"no-new-privileges:true"}))
+			// The profile read back is the committed one, unchanged.
+			check("no-new-privileges, Quavon's seccomp profile", len(hc.SecurityOpt) == 2 && hc.SecurityOpt[0] == "no-new-privileges:true" &&
+				strings.HasPrefix(hc.SecurityOpt[1], "seccomp="))
+			if len(hc.SecurityOpt) == 2 {
+				got, want := parseProfile(t, strings.TrimPrefix(hc.SecurityOpt[1], "seccomp=")), parseProfile(t, docker.SeccompProfile(h.backend.Runtime()))
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("the container's seccomp profile differs from seccomp.json")
+				}
+			}
 			check("user", cfg.User == "65532:65532")
 			check("pids", hc.PidsLimit != nil && *hc.PidsLimit == l.Pids)
 			check("memory = swap, clamped to the ceiling", hc.Memory == l.MemoryBytes && hc.MemorySwap == l.MemoryBytes)
@@ -356,5 +365,51 @@ func TestRunscPlatformMismatchRefuses(t *testing.T) {
 	}
 	if _, err := docker.New(context.Background(), dc, docker.ModeRunsc, other); err == nil || !strings.Contains(err.Error(), "platform") {
 		t.Fatalf("mismatched platform accepted: %v", err)
+	}
+}
+
+// TestKilledJobKeepsItsOutput: a job killed at the wall clock, or at the
+// memory limit, still returns what its steps printed until then and the
+// steps so far; the step that was cut off is marked.
+func TestKilledJobKeepsItsOutput(t *testing.T) {
+	t.Parallel()
+	for name, mode := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, mode)
+			base := tree(t, map[string]string{"x": "x"})
+
+			hang := spec("byo:smoke", `echo test_a ok; echo test_b ok; echo "test_c: waiting for the server" >&2; sleep 600`)
+			hang.SetupCommand = "echo deps installed"
+			hang.Limits.WallClockSeconds, hang.Limits.SetupSeconds = 6, 3
+			res := h.run(t, hang, base)
+			if res.Status != sandbox.StatusTimedOut || len(res.Steps) != 2 {
+				t.Fatalf("hung job: %s %q steps %+v", res.Status, res.Error, res.Steps)
+			}
+			if s := res.Steps[0]; s.Name != "setup" || !s.Ran || s.ExitCode != 0 || s.TimedOut {
+				t.Errorf("setup step %+v", s)
+			}
+			if s := res.Steps[1]; s.Name != "run" || !s.Ran || !s.TimedOut {
+				t.Errorf("run step %+v", s)
+			}
+			if out, errs := res.Artefacts["stdout.log"], res.Artefacts["stderr.log"]; !strings.Contains(out, "deps installed") ||
+				!strings.Contains(out, "== run ==\ntest_a ok\ntest_b ok\n") || !strings.Contains(errs, "test_c: waiting for the server") {
+				t.Errorf("partial output lost:\nstdout: %q\nstderr: %q", out, errs)
+			}
+
+			leak := spec("byo:smoke", `echo before the leak; x=$(head -c 400000000 /dev/zero | tr '\0' a); echo after the leak`)
+			leak.Limits.MemoryBytes = 64 << 20
+			res = h.run(t, leak, base)
+			out := res.Artefacts["stdout.log"]
+			// runc: the kernel kills the biggest process, the step's shell,
+			// and PID 1 reports it. gVisor: the whole sandbox dies at the
+			// limit; the runner says so and keeps the output so far.
+			steppedOut := res.Status == sandbox.StatusCompleted && res.ExitCode == 137
+			sandboxDied := res.Status == sandbox.StatusFailed && strings.Contains(res.Error, "memory limit") &&
+				len(res.Steps) == 1 && res.Steps[0].Ran && res.ExitCode == sandbox.NoExitCode
+			if !(steppedOut || sandboxDied) || !strings.Contains(out, "before the leak") || strings.Contains(out, "after the leak") {
+				t.Errorf("memory limit: %s exit %d %q steps %+v\nstdout: %q", res.Status, res.ExitCode, res.Error, res.Steps, out)
+			}
+		})
 	}
 }

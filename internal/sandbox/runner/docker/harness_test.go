@@ -1,6 +1,8 @@
 package docker_test
 
 import (
+	"regexp"
+
 	runnerapp "github.com/quavon/quavon/internal/app/runner"
 
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
@@ -79,6 +81,9 @@ func newHarnessWith(t *testing.T, backend *docker.Backend, admin valkey.Client, 
 		t.Fatal(err)
 	}
 	logs := &testenv.LogBuffer{}
+	harnessLogs.Lock()
+	harnessLogs.all = append(harnessLogs.all, logs)
+	harnessLogs.Unlock()
 	ceiling := sandbox.Limits{CPUMillis: 2000, MemoryBytes: 1 << 30, Pids: 512, WallClockSeconds: 120, SetupSeconds: 60,
 		WorkBytes: 512 << 20, TmpBytes: 64 << 20, OutputBytes: 4 << 20, NoFile: 1024, FileSizeBytes: 512 << 20}
 	local, err := runnerapp.StartLocal(ctx, runnerapp.Parts{Valkey: admin, Pool: pool, Keys: keys, Backend: backend,
@@ -95,15 +100,39 @@ func newHarnessWith(t *testing.T, backend *docker.Backend, admin valkey.Client, 
 	return &harness{client: local.Client, docker: dc, backend: backend, logs: logs}
 }
 
+// harnessLogs are the logs of every runner this process started: the job
+// ids in them are this process's jobs.
+var harnessLogs struct {
+	sync.Mutex
+	all []*testenv.LogBuffer
+}
+
+var jobIDInLog = regexp.MustCompile(`"job_id":"([A-Za-z0-9_-]+)"`)
+
 // TestMain checks, after every test has ended, that no sandbox container
-// is left on the engine: jobs that passed, failed, timed out or were
-// cancelled all removed theirs.
+// of this process's jobs is left on the engine: jobs that passed, failed,
+// timed out or were cancelled all removed theirs. (Other processes may run
+// jobs on the same engine at the same time; their containers are theirs.)
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if code == 0 && os.Getenv("QUAVON_TEST_VALKEY_ADDR") != "" {
+		ours := map[string]bool{}
+		harnessLogs.Lock()
+		for _, l := range harnessLogs.all {
+			for _, m := range jobIDInLog.FindAllStringSubmatch(l.String(), -1) {
+				ours[m[1]] = true
+			}
+		}
+		harnessLogs.Unlock()
 		left, err := leftContainers("")
-		if err != nil || len(left) > 0 {
-			fmt.Fprintf(os.Stderr, "sandbox containers left behind: %v %v\n", left, err)
+		var mine []string
+		for _, c := range left {
+			if f := strings.Fields(c); len(f) >= 3 && ours[f[2]] {
+				mine = append(mine, c)
+			}
+		}
+		if err != nil || len(mine) > 0 {
+			fmt.Fprintf(os.Stderr, "sandbox containers left behind: %v %v\n", mine, err)
 			code = 1
 		}
 	}

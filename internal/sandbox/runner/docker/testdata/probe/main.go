@@ -6,11 +6,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -235,5 +237,109 @@ func main() {
 		return open("executed a file from /tmp")
 	}()
 
+	// PID 1 holds the job's channel key in memory: no way to read it.
+	r["/proc/1/mem"] = func() string {
+		f, err := os.Open("/proc/1/mem")
+		if err != nil {
+			return blocked(err)
+		}
+		defer f.Close()
+		return open("opened PID 1's memory")
+	}()
+	seccompProbes(r)
+
 	json.NewEncoder(os.Stdout).Encode(r)
+}
+
+// seccompProbes calls what Quavon's seccomp profile refuses (syscall
+// numbers of linux/amd64). Each must fail with EPERM, the profile's answer:
+// an error of another kind means the call got past the filter to the
+// kernel or gVisor's sentry, which answer differently (without the
+// profile io_uring_setup and personality(UNAME26) succeed on runc, and
+// under runsc unshare(CLONE_NEWUSER) succeeds and personality(UNAME26) is
+// EINVAL). Under gVisor, calls its filter cannot name (it implements
+// neither) get gVisor's own ENOSYS; clone3 answers ENOSYS (so that libc
+// falls back to clone, whose flags the filter sees).
+func seccompProbes(r map[string]string) {
+	want := func(name string, errno syscall.Errno, wantErrno ...syscall.Errno) {
+		switch {
+		case slices.Contains(wantErrno, errno):
+			r["seccomp "+name] = "blocked: " + errno.Error()
+		case errno == 0:
+			r["seccomp "+name] = "OPEN: the call succeeded"
+		default:
+			r["seccomp "+name] = fmt.Sprintf("OPEN: %v, not %v: the call reached the kernel", errno, wantErrno)
+		}
+	}
+	// gVisor has no io_uring, keyring, bpf, perf, new mount API, kexec or
+	// module calls: its filter cannot name them, so they get ENOSYS there.
+	raw := func(name string, trap uintptr, args ...uintptr) {
+		var a [6]uintptr
+		copy(a[:], args)
+		_, _, e := syscall.Syscall6(trap, a[0], a[1], a[2], a[3], a[4], a[5])
+		want(name, e, syscall.EPERM, syscall.ENOSYS)
+	}
+	eperm := func(name string, trap uintptr, args ...uintptr) {
+		var a [6]uintptr
+		copy(a[:], args)
+		_, _, e := syscall.Syscall6(trap, a[0], a[1], a[2], a[3], a[4], a[5])
+		want(name, e, syscall.EPERM)
+	}
+	var params [120]byte
+	raw("io_uring_setup", 425, 1, uintptr(unsafe.Pointer(&params[0])))
+	raw("io_uring_enter", 426, ^uintptr(0), 0, 0, 0, 0)
+	raw("io_uring_register", 427, ^uintptr(0), 0, 0, 0)
+	raw("userfaultfd", 323, 0)
+	raw("add_key", 248, 0, 0, 0, 0, 0)
+	raw("keyctl", 250, 0 /* KEYCTL_GET_KEYRING_ID */, ^uintptr(0), 0)
+	raw("request_key", 249, 0, 0, 0, 0)
+	raw("bpf", 321, 0, 0, 0)
+	raw("perf_event_open", 298, 0, 0, ^uintptr(0), ^uintptr(0), 0)
+	raw("fsopen", 430, 0, 0)
+	raw("pivot_root", 155, 0, 0)
+	raw("kexec_load", 246, 0, 0, 0, 0)
+	raw("kexec_file_load", 320, ^uintptr(0), ^uintptr(0), 0, 0, 0)
+	raw("init_module", 175, 0, 0, 0)
+	raw("finit_module", 313, ^uintptr(0), 0, 0)
+	raw("delete_module", 176, 0, 0)
+	eperm("personality UNAME26", 135, 0x0020000)
+	eperm("personality PER_LINUX32", 135, 0x0008)
+	eperm("modify_ldt", 154, 0, 0, 0)
+	eperm("setns", 308, ^uintptr(0), 0)
+	raw("pidfd_getfd", 438, ^uintptr(0), 0, 0)
+	var buf [8]byte
+	local := syscall.Iovec{Base: &buf[0], Len: 8}
+	eperm("process_vm_readv", 310, 1, uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&local)), 1, 0)
+	eperm("process_vm_writev", 311, 1, uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&local)), 1, 0)
+	// clone3 into a new user namespace; should it ever succeed, the child
+	// leaves at once.
+	var cl [11]uint64
+	cl[0], cl[4] = syscall.CLONE_NEWUSER, uint64(syscall.SIGCHLD)
+	pid, _, e := syscall.RawSyscall(435, uintptr(unsafe.Pointer(&cl[0])), unsafe.Sizeof(cl), 0)
+	if e == 0 && pid == 0 {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
+	}
+	want("clone3(CLONE_NEWUSER)", e, syscall.ENOSYS)
+	// User namespaces, both ways: unshare in a fresh (single-threaded)
+	// child, and clone with CLONE_NEWUSER.
+	self, _ := os.Executable()
+	for name, attr := range map[string]*syscall.SysProcAttr{
+		"unshare(CLONE_NEWUSER)": {Unshareflags: syscall.CLONE_NEWUSER},
+		"clone(CLONE_NEWUSER)":   {Cloneflags: syscall.CLONE_NEWUSER},
+		"clone(CLONE_NEWNS)":     {Cloneflags: syscall.CLONE_NEWNS},
+	} {
+		cmd := exec.Command(self, "--version")
+		cmd.SysProcAttr = attr
+		err := cmd.Run()
+		var errno syscall.Errno
+		if err == nil {
+			r["seccomp "+name] = "OPEN: a process in a new namespace ran"
+			continue
+		}
+		if !errors.As(err, &errno) {
+			r["seccomp "+name] = "OPEN: " + err.Error()
+			continue
+		}
+		want(name, errno, syscall.EPERM)
+	}
 }

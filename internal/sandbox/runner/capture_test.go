@@ -1,4 +1,4 @@
-package entry
+package runner
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/quavon/quavon/internal/sandbox/frame"
 )
 
 func TestCaptureKeepsHeadAndTail(t *testing.T) {
@@ -38,7 +40,7 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 				cp.Write([]byte(w))
 				total += len(w)
 			}
-			got, cut := cp.render()
+			got, cut := cp.render(c.budget)
 			if string(got) != c.want || cut != c.cut || cp.total != int64(total) {
 				t.Fatalf("render = %q, %v (total %d), want %q, %v", got, cut, cp.total, c.want, c.cut)
 			}
@@ -90,7 +92,7 @@ func TestCaptureMemoryIsConstant(t *testing.T) {
 			t.Fatalf("holds %d bytes, budget %d", cap(cp.head)+cap(cp.tail), budget)
 		}
 	}
-	out, cut := cp.render()
+	out, cut := cp.render(budget)
 	if !cut || len(out) > budget || cp.total != 10_000_000 {
 		t.Fatalf("cut %v, %d bytes, total %d", cut, len(out), cp.total)
 	}
@@ -104,27 +106,35 @@ func TestCaptureMemoryIsConstant(t *testing.T) {
 
 func TestStreamLogShares(t *testing.T) {
 	t.Parallel()
-	l := streamLog{max: 200}
-	setup := l.begin("setup", l.max/2)
-	setup.Write([]byte(strings.Repeat("s", 500)))
-	l.end("setup", setup)
-	run := l.begin("run", l.max)
-	run.Write([]byte("short run output"))
-	l.end("run", run)
-	if len(l.buf) > l.max || !l.cut || l.total != 516 {
-		t.Fatalf("log %d bytes, cut %v, total %d", len(l.buf), l.cut, l.total)
+	const outputBytes = 800 // logs of 200 bytes
+	l := streamLog{max: frame.LogMax(outputBytes)}
+	l.begin(frame.StepSetup, outputBytes)
+	l.cur().Write([]byte(strings.Repeat("s", 500)))
+	l.begin(frame.StepRun, outputBytes)
+	l.cur().Write([]byte("short run output"))
+	buf, cut := l.render()
+	if len(buf) > l.max || !cut {
+		t.Fatalf("log %d bytes, cut %v", len(buf), cut)
 	}
-	s := string(l.buf)
-	if !strings.HasPrefix(s, "== setup ==\nsss") || !strings.HasSuffix(s, "\n== run ==\nshort run output\n") {
+	s := string(buf)
+	if !strings.HasPrefix(s, "== setup ==\nsss") || !strings.HasSuffix(s, "\n== run ==\nshort run output\n") || len(s) > l.max/2+len("== run ==\nshort run output\n") {
 		t.Fatalf("log %q", s)
 	}
-	// A log too small for even a header stays empty, counted and cut.
+	// A log too small for even a header stays empty, and cut.
 	tiny := streamLog{max: 5}
-	c := tiny.begin("run", tiny.max)
-	c.Write([]byte("x"))
-	tiny.end("run", c)
-	if len(tiny.buf) != 0 || !tiny.cut || tiny.total != 1 {
-		t.Fatalf("tiny log %q cut %v", tiny.buf, tiny.cut)
+	tiny.begin(frame.StepRun, 20)
+	tiny.cur().Write([]byte("x"))
+	if buf, cut := tiny.render(); len(buf) != 0 || !cut {
+		t.Fatalf("tiny log %q cut %v", buf, cut)
+	}
+	// Skipped bytes count as cut even when what arrived fits.
+	sk := streamLog{max: frame.LogMax(1 << 20)}
+	sk.begin(frame.StepRun, 1<<20)
+	sk.cur().Write([]byte("head "))
+	sk.cur().skip(1000)
+	sk.cur().Write([]byte("tail"))
+	if buf, cut := sk.render(); !cut || !strings.Contains(string(buf), "[… 1000 bytes omitted …]") {
+		t.Fatalf("skipped: %q cut %v", buf, cut)
 	}
 }
 
@@ -145,7 +155,7 @@ func FuzzCaptureRender(f *testing.F) {
 			cp.Write(p[:k])
 			p = p[k:]
 		}
-		out, cut := cp.render()
+		out, cut := cp.render(int(budget))
 		if !utf8.Valid(out) || len(out) > int(budget) || cp.total != int64(len(data)) {
 			t.Fatalf("render %q (cut %v) for budget %d", out, cut, budget)
 		}

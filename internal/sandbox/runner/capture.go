@@ -1,8 +1,10 @@
-package entry
+package runner
 
 import (
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/quavon/quavon/internal/sandbox/frame"
 )
 
 // capture keeps the head and the tail of one step's stream within a fixed
@@ -20,6 +22,10 @@ func newCapture(budget int) *capture {
 	budget = max(budget, 0)
 	return &capture{budget: budget, headMax: budget / 2, tailMax: budget - budget/2}
 }
+
+// skip counts n bytes of the stream that never arrived: the entry program
+// dropped them from its tail before a flush.
+func (c *capture) skip(n int64) { c.total += n }
 
 // Write never fails: what does not fit is counted and dropped.
 func (c *capture) Write(p []byte) (int, error) {
@@ -75,20 +81,21 @@ func (c *capture) tailBytes() []byte {
 	return append(append(out, c.tail[c.pos:]...), c.tail[:c.pos]...)
 }
 
-// render returns the captured stream as valid UTF-8 of at most c.budget
-// bytes: all of it when it fits, else the head, the line
+// render returns the captured stream as valid UTF-8 of at most budget
+// bytes (at most c.budget): all of it when it fits, else the head, the line
 // "[… N bytes omitted …]" and the tail; cut reports the latter.
-func (c *capture) render() (out []byte, cut bool) {
+func (c *capture) render(budget int) (out []byte, cut bool) {
+	budget = min(budget, c.budget)
 	tail := c.tailBytes()
 	kept := int64(len(c.head) + len(tail))
 	if kept == c.total { // nothing dropped: head and tail are contiguous
 		all := append(append(make([]byte, 0, kept), c.head...), tail...)
-		if s, used := validPrefix(all, c.budget, false); used == len(all) {
+		if s, used := validPrefix(all, budget, false); used == len(all) {
 			return s, false
 		}
 	}
 	// Budget the marker for the largest count it can show.
-	room := c.budget - len(marker(c.total))
+	room := budget - len(marker(c.total))
 	if room <= 0 {
 		return nil, c.total > 0
 	}
@@ -111,7 +118,7 @@ const replacement = "\uFFFD"
 // rather than replaced.
 func validPrefix(b []byte, budget int, cut bool) ([]byte, int) {
 	if cut {
-		b = TrimPartialRune(b)
+		b = frame.TrimPartialRune(b)
 	}
 	out := make([]byte, 0, min(len(b), max(budget, 0)))
 	i := 0
@@ -180,50 +187,49 @@ func validSuffix(b []byte, budget int, cut bool) ([]byte, int) {
 	return out[at:], len(b) - j
 }
 
-// TrimPartialRune drops an incomplete UTF-8 sequence at the end of b, as
-// left by cutting valid text at a byte count. The runner cuts the same way.
-func TrimPartialRune(b []byte) []byte {
-	for i := 1; i <= utf8.UTFMax && i <= len(b); i++ {
-		if utf8.RuneStart(b[len(b)-i]) {
-			if !utf8.FullRune(b[len(b)-i:]) {
-				return b[:len(b)-i]
-			}
-			return b
+// streamLog assembles stdout.log or stderr.log from the forwarded output:
+// per step a "== step ==" header line and the rendered capture, within max
+// bytes in all.
+type streamLog struct {
+	max      int
+	sections []section
+}
+
+type section struct {
+	step string
+	c    *capture
+}
+
+// begin starts the capture of the next step, sized as the entry program
+// forwards it.
+func (l *streamLog) begin(step string, outputBytes int64) {
+	l.sections = append(l.sections, section{step, newCapture(frame.StepBudget(outputBytes, step))})
+}
+
+// cur is the capture of the step that runs (nil before the first).
+func (l *streamLog) cur() *capture {
+	if len(l.sections) == 0 {
+		return nil
+	}
+	return l.sections[len(l.sections)-1].c
+}
+
+// render returns the log and whether anything was cut. A step's section
+// gets its budget, or less when earlier sections left less room.
+func (l *streamLog) render() (buf []byte, cut bool) {
+	for _, s := range l.sections {
+		h := frame.Header(s.step)
+		room := min(s.c.budget, l.max-len(buf)-len(h)-1) // 1: a closing newline
+		if room < 0 {
+			cut = cut || s.c.total > 0
+			continue
+		}
+		body, c := s.c.render(room)
+		cut = cut || c
+		buf = append(append(buf, h...), body...)
+		if len(body) > 0 && body[len(body)-1] != '\n' {
+			buf = append(buf, '\n')
 		}
 	}
-	return b
+	return buf, cut
 }
-
-// streamLog is stdout.log or stderr.log: a "== step ==" header line and the
-// rendered capture of each step, within max bytes in all.
-type streamLog struct {
-	max   int
-	buf   []byte
-	total int64
-	cut   bool
-}
-
-// begin returns the capture for the next step, sized to share bytes of the
-// log at most (less what is already used) minus the step's header.
-func (l *streamLog) begin(step string, share int) *capture {
-	room := min(share, l.max-len(l.buf)) - len(header(step)) - 1 // 1: a closing newline
-	return newCapture(room)
-}
-
-// end appends a finished step to the log.
-func (l *streamLog) end(step string, c *capture) {
-	l.total += c.total
-	h := header(step)
-	if len(l.buf)+len(h)+c.budget+1 > l.max || c.budget < 0 {
-		l.cut = l.cut || c.total > 0
-		return
-	}
-	body, cut := c.render()
-	l.cut = l.cut || cut
-	l.buf = append(append(l.buf, h...), body...)
-	if len(body) > 0 && body[len(body)-1] != '\n' {
-		l.buf = append(l.buf, '\n')
-	}
-}
-
-func header(step string) string { return "== " + step + " ==\n" }
