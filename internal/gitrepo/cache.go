@@ -54,6 +54,9 @@ func NewCache(cfg CacheConfig) (*Cache, error) {
 	return &Cache{cfg: cfg, home: home}, nil
 }
 
+// Dir is the cache's directory.
+func (c *Cache) Dir() string { return c.cfg.Dir }
+
 // Key names one repository of one tenant.
 type Key struct {
 	Tenant string // the tenant id
@@ -136,7 +139,8 @@ func (h *Handle) initBare(ctx context.Context) error {
 		return nil
 	}
 	home := runner{dir: filepath.Dir(h.path), home: h.cache.home}
-	if _, err := home.out(ctx, 4096, nil, "init", "--bare", "--quiet", h.path); err != nil {
+	// No template (no sample hooks); everything git creates stays 0600/0700.
+	if _, err := home.out(ctx, 4096, nil, "init", "--bare", "--quiet", "--template=", "--shared=0600", h.path); err != nil {
 		return err
 	}
 	return os.Chmod(h.path, 0o700)

@@ -1,0 +1,372 @@
+package gitrepo_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quavon/quavon/internal/githubfake"
+	"github.com/quavon/quavon/internal/gitrepo"
+	"github.com/quavon/quavon/internal/testenv"
+)
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	testenv.Program(t, "git")
+	c := exec.Command("git", args...)
+	c.Dir = dir
+	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// hostileRepo is a local repository whose own configuration and content try
+// to make git run programs or follow links: hooks, fsmonitor, filters and a
+// textconv driver (all of which touch a marker file), a .gitmodules, an LFS
+// pointer, a symlink to /etc/passwd, and a file over the blob cap.
+func hostileRepo(t *testing.T) (dir, marker, base, head string) {
+	t.Helper()
+	dir = t.TempDir()
+	marker = filepath.Join(t.TempDir(), "pwned")
+	git(t, dir, "init", "-q", "-b", "main")
+	write := func(name, content string) {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("README.md", "base\n")
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "base")
+	base = git(t, dir, "rev-parse", "HEAD")
+	touch := "touch " + marker
+	write(".githooks/post-checkout", "#!/bin/sh\n"+touch+"\n")
+	write(".gitattributes", "* filter=evil diff=evil\n")
+	write(".gitmodules", "[submodule \"x\"]\n\tpath = x\n\turl = https://example.invalid/x\n")
+	write("big.bin", "LFS")
+	write("model.bin", "version https://git-lfs.github.com/spec/v1\noid sha256:"+strings.Repeat("a", 64)+"\nsize 123\n")
+	write("src/app.py", "print('hi')\n")
+	write("huge.txt", strings.Repeat("x", 3<<20))
+	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd")); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "head")
+	head = git(t, dir, "rev-parse", "HEAD")
+	// The repository's own configuration, set after the commits (so the
+	// test's own git calls above do not trip it).
+	for k, v := range map[string]string{
+		"core.hooksPath": filepath.Join(dir, ".githooks"), "core.fsmonitor": touch,
+		"filter.evil.smudge": touch, "filter.evil.clean": touch, "filter.evil.process": touch,
+		"diff.evil.textconv": touch, "diff.external": touch, "core.sshCommand": touch,
+		"core.pager": touch, "uploadpack.packObjectsHook": touch,
+	} {
+		git(t, dir, "config", k, v)
+	}
+	return dir, marker, base, head
+}
+
+func TestHostileLocalRepositoryRunsNothing(t *testing.T) {
+	dir, marker, base, head := hostileRepo(t)
+	// The process's own environment is not git's either.
+	t.Setenv("GIT_CONFIG_PARAMETERS", "'core.hooksPath'='/nonexistent'")
+	t.Setenv("GIT_EXTERNAL_DIFF", "touch "+marker)
+	ctx := context.Background()
+	lim := gitrepo.DefaultLimits
+	lim.MaxBlobBytes = 1 << 20
+	r, err := gitrepo.OpenLocal(ctx, filepath.Join(dir, "src"), lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Root() != dir {
+		t.Fatalf("root %q, want %q", r.Root(), dir)
+	}
+	if got, _ := r.ResolveCommit(ctx, "HEAD"); got != head {
+		t.Fatalf("HEAD %s, want %s", got, head)
+	}
+	if mb, err := r.MergeBase(ctx, base, head); err != nil || mb != base {
+		t.Fatalf("merge base %s %v", mb, err)
+	}
+	tree, err := r.Tree(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := tree.Entries["passwd"]; e.Mode != gitrepo.ModeSymlink {
+		t.Fatalf("symlink listed as %v", e)
+	}
+	changes, err := r.ChangedFiles(ctx, base, head)
+	if err != nil || len(changes) != 8 {
+		t.Fatalf("%d changes %v: %+v", len(changes), err, changes)
+	}
+	blobs, err := r.Blobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	// The symlink's blob is its target, never the file it points at.
+	target, err := blobs.Read(tree.Entries["passwd"].BlobSHA, 0)
+	if err != nil || string(target) != "/etc/passwd" {
+		t.Fatalf("symlink blob %q %v", target, err)
+	}
+	// Over the cap: refused, not read; the reader stays in step.
+	if _, err := blobs.Read(tree.Entries["huge.txt"].BlobSHA, 0); !errors.Is(err, gitrepo.ErrTooLarge) {
+		t.Fatalf("huge blob: %v", err)
+	}
+	if b, err := blobs.Read(tree.Entries["src/app.py"].BlobSHA, 0); err != nil || string(b) != "print('hi')\n" {
+		t.Fatalf("after the refused blob: %q %v", b, err)
+	}
+	// Content through filters would differ; the LFS pointer is its pointer.
+	if b, _ := blobs.Read(tree.Entries["model.bin"].BlobSHA, 0); !bytes.HasPrefix(b, []byte("version https://git-lfs")) {
+		t.Fatalf("LFS pointer read as %q", b)
+	}
+	if _, err := blobs.Read(strings.Repeat("0", 40), 0); !errors.Is(err, gitrepo.ErrNotFound) {
+		t.Fatalf("missing blob: %v", err)
+	}
+	if _, err := blobs.Read(head, 0); !errors.Is(err, gitrepo.ErrNotFound) {
+		t.Fatalf("a commit read as a blob: %v", err)
+	}
+	for _, rev := range []string{"--output=/tmp/x", "-h", "HEAD;rm", ""} {
+		if _, err := r.ResolveCommit(ctx, rev); err == nil {
+			t.Errorf("revision %q accepted", rev)
+		}
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("a hook, filter, fsmonitor or diff driver of the repository ran")
+	}
+}
+
+func TestBlobsCheckTheirIDs(t *testing.T) {
+	t.Parallel()
+	if gitrepo.BlobSHA([]byte("hello\n")) != "ce013625030ba8dba906f756967f9e9ca394464a" || gitrepo.BlobSHA(nil) != gitrepo.EmptyBlobSHA {
+		t.Fatal("BlobSHA differs from git hash-object")
+	}
+}
+
+// An emulator repository and a cache, fetched through the emulator's git
+// smart HTTP with a read token given per command.
+type fetchEnv struct {
+	srv   *githubfake.Server
+	repo  *githubfake.Repo
+	inst  *githubfake.Installation
+	cache *gitrepo.Cache
+	url   string
+}
+
+func newFetchEnv(t *testing.T) *fetchEnv {
+	t.Helper()
+	testenv.Program(t, "git")
+	srv := githubfake.New(t)
+	repo := srv.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"a.go": "package a\n", "README.md": "hi\n"}})
+	srv.AddRepo("acme", "other", githubfake.RepoOptions{Private: true, Files: map[string]string{"secret.txt": "s\n"}})
+	app := srv.RegisterApp("quavon-review")
+	inst := srv.Install(app, "acme", map[string]string{"contents": "read", "pull_requests": "read", "issues": "read"})
+	cache, err := gitrepo.NewCache(gitrepo.CacheConfig{Dir: t.TempDir(), AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fetchEnv{srv: srv, repo: repo, inst: inst, cache: cache, url: srv.URL + "/acme/app.git"}
+}
+
+func (e *fetchEnv) token(repos ...string) string {
+	return e.srv.InstallationToken(e.inst, map[string]string{"contents": "read"}, repos...)
+}
+
+func (e *fetchEnv) open(t *testing.T) *gitrepo.Handle {
+	t.Helper()
+	h, err := e.cache.Open(context.Background(), gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
+func TestFetchThroughTheEmulator(t *testing.T) {
+	e := newFetchEnv(t)
+	h := e.open(t)
+	ctx := context.Background()
+	tok := e.token("app")
+	if err := h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := h.ResolveCommit(ctx, "refs/quavon/main")
+	if err != nil || first != e.repo.Ref("main") {
+		t.Fatalf("fetched %s %v, want %s", first, err, e.repo.Ref("main"))
+	}
+	// A push, then a fetch sees the new commit.
+	second := e.repo.Commit("main", map[string]string{"b.go": "package a\n"}, "more")
+	if err := h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.ResolveCommit(ctx, "refs/quavon/main"); got != second {
+		t.Fatalf("after the push: %s, want %s", got, second)
+	}
+	changes, err := h.ChangedFiles(ctx, first, second)
+	if err != nil || len(changes) != 1 || changes[0].Path != "b.go" || changes[0].Status != 'A' {
+		t.Fatalf("changes %+v %v", changes, err)
+	}
+	// The cache holds no token, no remote and no work tree; every directory is 0700.
+	var leaked []string
+	filepath.WalkDir(e.cache.Dir(), func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if fi, _ := d.Info(); fi.Mode().Perm() != 0o700 {
+				leaked = append(leaked, "mode of "+p)
+			}
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(tok)) || bytes.Contains(b, []byte(base64.StdEncoding.EncodeToString([]byte("x-access-token:"+tok)))) {
+			leaked = append(leaked, p)
+		}
+		if strings.HasSuffix(p, "/config") && bytes.Contains(b, []byte("[remote")) {
+			leaked = append(leaked, "remote in "+p)
+		}
+		return nil
+	})
+	if len(leaked) > 0 {
+		t.Fatalf("the cache holds: %v", leaked)
+	}
+}
+
+func TestFetchRefusals(t *testing.T) {
+	e := newFetchEnv(t)
+	h := e.open(t)
+	ctx := context.Background()
+	for name, tok := range map[string]string{
+		"token of another repository": e.token("other"),
+		"no token":                    "",
+		"made-up token":               "ghs_" + strings.Repeat("x", 36),
+	} {
+		err := h.Fetch(ctx, e.url, tok, []string{"refs/heads/main"}, gitrepo.FetchOptions{})
+		if !errors.Is(err, gitrepo.ErrFetch) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if tok != "" && strings.Contains(err.Error(), tok) {
+			t.Errorf("%s: the error holds the token: %v", name, err)
+		}
+	}
+	tok := e.token("app")
+	e.srv.SetSuspended(e.inst, true)
+	if err := h.Fetch(ctx, e.url, tok, []string{"refs/heads/main"}, gitrepo.FetchOptions{}); !errors.Is(err, gitrepo.ErrFetch) {
+		t.Errorf("suspended installation: %v", err)
+	}
+	e.srv.SetSuspended(e.inst, false)
+	for _, bad := range []string{"file:///etc", "ssh://git@example.com/x", "https://x-access-token:" + tok + "@example.com/x", "ext::sh -c id"} {
+		if err := h.Fetch(ctx, bad, tok, []string{"refs/heads/main"}, gitrepo.FetchOptions{}); err == nil || strings.Contains(err.Error(), tok) {
+			t.Errorf("remote %q: %v", bad, err)
+		}
+	}
+	for _, rs := range []string{"--upload-pack=touch /tmp/x", "refs/heads/main:refs/heads/main", "refs/heads/../x"} {
+		if err := h.Fetch(ctx, e.url, tok, []string{rs}, gitrepo.FetchOptions{}); err == nil {
+			t.Errorf("refspec %q accepted", rs)
+		}
+	}
+}
+
+// The token is in no command line while a fetch runs (it travels in the
+// environment of git and its remote helper only).
+func TestTokenNeverInArgv(t *testing.T) {
+	e := newFetchEnv(t)
+	// Enough content that the fetch takes a while to watch.
+	files := map[string]string{}
+	for i := range 400 {
+		files[fmt.Sprintf("f/%03d.txt", i)] = strings.Repeat(fmt.Sprintf("data %d ", i), 2000)
+	}
+	e.repo.Commit("main", files, "many")
+	h := e.open(t)
+	tok := e.token("app")
+	var sawGit, sawToken bool
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			entries, _ := os.ReadDir("/proc")
+			for _, d := range entries {
+				b, err := os.ReadFile("/proc/" + d.Name() + "/cmdline")
+				if err != nil || len(b) == 0 {
+					continue
+				}
+				sawGit = sawGit || bytes.Contains(b, []byte(e.url))
+				sawToken = sawToken || bytes.Contains(b, []byte(tok))
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	err := h.Fetch(context.Background(), e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{})
+	close(stop)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sawGit {
+		t.Fatal("never saw the fetch running: the test watched nothing")
+	}
+	if sawToken {
+		t.Fatal("the token was on a command line")
+	}
+}
+
+func TestOneFetchAtATimeAndEviction(t *testing.T) {
+	e := newFetchEnv(t)
+	ctx := context.Background()
+	tok := e.token("app")
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h, err := e.cache.Open(ctx, gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer h.Close()
+			errs <- h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	small, err := gitrepo.NewCache(gitrepo.CacheConfig{Dir: e.cache.Dir(), MaxBytes: 1, AllowHTTP: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inUse, err := small.Open(ctx, gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed, _ := small.Evict(); len(removed) != 0 {
+		t.Fatalf("evicted a repository in use: %v", removed)
+	}
+	inUse.Close()
+	if removed, err := small.Evict(); err != nil || len(removed) != 1 {
+		t.Fatalf("evicted %v %v", removed, err)
+	}
+}
