@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"github.com/quavon/quavon/internal/gitrepo"
+
 	"bytes"
 	"fmt"
 	"io/fs"
@@ -77,7 +79,8 @@ func (pb *patchBench) read(path string, _ patch.Entry) ([]byte, error) {
 }
 
 func (pb *patchBench) parse(b *testing.B) *patch.Listing {
-	l, err := patch.ParseLsTree(pb.lsTree, pb.read)
+	entries, err := gitrepo.ParseLsTree(pb.lsTree)
+	l := patch.NewListing(entries, pb.read)
 	if err != nil || l.Len() != 5000 {
 		b.Fatalf("ParseLsTree: %d entries, %v", l.Len(), err)
 	}

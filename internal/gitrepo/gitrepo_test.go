@@ -370,3 +370,53 @@ func TestOneFetchAtATimeAndEviction(t *testing.T) {
 		t.Fatalf("evicted %v %v", removed, err)
 	}
 }
+
+func TestParseLsTree(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	files := map[string]string{"a.txt": "a\n", "d/e f.txt": "", "x.sh": "#!\n", "tab\tname": "t"}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(name, ".sh") {
+			mode = 0o755
+		}
+		os.WriteFile(p, []byte(content), mode)
+	}
+	os.Symlink("a.txt", filepath.Join(dir, "l"))
+	git(t, dir, "add", "-A")
+	git(t, dir, "commit", "-q", "-m", "x")
+	want := map[string]gitrepo.Mode{"a.txt": gitrepo.ModeFile, "d/e f.txt": gitrepo.ModeFile, "x.sh": gitrepo.ModeExecutable,
+		"tab\tname": gitrepo.ModeFile, "l": gitrepo.ModeSymlink}
+	for _, args := range [][]string{{"ls-tree", "-r", "-z", "--full-tree", "HEAD"}, {"ls-tree", "-r", "-z", "-l", "-t", "--full-tree", "HEAD"}} {
+		c := exec.Command("git", args...)
+		c.Dir = dir
+		out, err := c.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := gitrepo.ParseLsTree(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) != len(want) {
+			t.Fatalf("%v: %d entries, want %d", args, len(entries), len(want))
+		}
+		for p, mode := range want {
+			content := files[p]
+			if p == "l" {
+				content = "a.txt"
+			}
+			if e := entries[p]; e.Mode != mode || e.BlobSHA != gitrepo.BlobSHA([]byte(content)) {
+				t.Errorf("%v: %q = %+v", args, p, e)
+			}
+		}
+	}
+	for _, bad := range []string{"100644 blob abc\tx\x00", "100644 blob " + strings.Repeat("a", 40) + "\tx", "zz blob " + strings.Repeat("a", 40) + "\tx\x00"} {
+		if _, err := gitrepo.ParseLsTree([]byte(bad)); err == nil {
+			t.Errorf("ParseLsTree(%q) accepted", bad)
+		}
+	}
+}

@@ -2,8 +2,6 @@ package patch
 
 import (
 	"bytes"
-	"crypto/sha1"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -11,56 +9,34 @@ import (
 	"iter"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/quavon/quavon/internal/gitrepo"
 )
 
-// Mode is a git tree entry mode.
-type Mode uint32
+// The git object model is gitrepo's: one definition of modes, entries and
+// blob ids for the readers and the patch code.
+type (
+	// Mode is a git tree entry mode.
+	Mode = gitrepo.Mode
+	// An Entry describes one path of a base tree.
+	Entry = gitrepo.Entry
+)
 
 // The git modes. Only ModeFile may be created, changed or deleted by a fix.
 const (
-	ModeFile       Mode = 0o100644
-	ModeExecutable Mode = 0o100755
-	ModeSymlink    Mode = 0o120000
-	ModeGitlink    Mode = 0o160000
-	ModeTree       Mode = 0o040000
+	ModeFile       = gitrepo.ModeFile
+	ModeExecutable = gitrepo.ModeExecutable
+	ModeSymlink    = gitrepo.ModeSymlink
+	ModeGitlink    = gitrepo.ModeGitlink
+	ModeTree       = gitrepo.ModeTree
 )
 
-// String is git's spelling: six octal digits.
-func (m Mode) String() string { return fmt.Sprintf("%06o", uint32(m)) }
-
-// MarshalText makes modes read as git writes them in JSON ("100644").
-func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
-
-// UnmarshalText accepts git's octal spelling.
-func (m *Mode) UnmarshalText(b []byte) error {
-	v, err := strconv.ParseUint(string(b), 8, 32)
-	if err != nil {
-		return fmt.Errorf("patch.Mode %q: %w", b, err)
-	}
-	*m = Mode(v)
-	return nil
-}
-
-// BlobSHA is git's object id of a blob with this content:
-// hex(sha1("blob <len>\x00" + content)), what `git hash-object` prints.
-func BlobSHA(content []byte) string {
-	h := sha1.New()
-	h.Write([]byte("blob " + strconv.Itoa(len(content)) + "\x00"))
-	h.Write(content)
-	return hex.EncodeToString(h.Sum(nil))
-}
+// BlobSHA is git's object id of a blob with this content.
+func BlobSHA(content []byte) string { return gitrepo.BlobSHA(content) }
 
 // EmptyBlobSHA is BlobSHA of empty content.
-const EmptyBlobSHA = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
-
-// An Entry describes one path of a base tree.
-type Entry struct {
-	Mode    Mode
-	BlobSHA string // lower-case hex; for ModeGitlink the commit id; empty for ModeTree
-	Size    int64  // -1 when unknown
-}
+const EmptyBlobSHA = gitrepo.EmptyBlobSHA
 
 // Base is a read-only tree the overlay edits on top of: a checkout on disk
 // (DirBase) or a listing (Listing). Paths are repository paths in
@@ -106,69 +82,11 @@ func NewListing(entries map[string]Entry, read BlobReader) *Listing {
 	return &Listing{entries: m, read: read}
 }
 
-// ParseLsTree reads the output of `git ls-tree -r -z [-l] --full-tree
-// <commit>`: records "<mode> SP <type> SP <object> [SP* <size>] TAB <path>"
-// each ended by NUL. Trees (with -t) are skipped.
-func ParseLsTree(out []byte, read BlobReader) (*Listing, error) {
-	m := make(map[string]Entry, bytes.Count(out, []byte{0}))
-	for len(out) > 0 {
-		end := bytes.IndexByte(out, 0)
-		if end < 0 {
-			return nil, fmt.Errorf("patch.ParseLsTree: record without NUL terminator")
-		}
-		rec := out[:end]
-		out = out[end+1:]
-		tab := bytes.IndexByte(rec, '\t')
-		if tab < 0 {
-			return nil, fmt.Errorf("patch.ParseLsTree: record without TAB")
-		}
-		meta, path := rec[:tab], string(rec[tab+1:])
-		sp1 := bytes.IndexByte(meta, ' ')
-		if sp1 < 0 || len(meta) < sp1+1 {
-			return nil, fmt.Errorf("patch.ParseLsTree: malformed record %q", meta)
-		}
-		mode, err := strconv.ParseUint(string(meta[:sp1]), 8, 32)
-		if err != nil {
-			return nil, fmt.Errorf("patch.ParseLsTree: mode %q: %w", meta[:sp1], err)
-		}
-		rest := meta[sp1+1:]
-		sp2 := bytes.IndexByte(rest, ' ')
-		if sp2 < 0 {
-			return nil, fmt.Errorf("patch.ParseLsTree: malformed record %q", meta)
-		}
-		typ, rest := rest[:sp2], rest[sp2+1:]
-		if string(typ) == "tree" {
-			continue
-		}
-		oid := rest
-		size := int64(-1)
-		if sp := bytes.IndexByte(rest, ' '); sp >= 0 {
-			oid = rest[:sp]
-			sz := bytes.TrimLeft(rest[sp:], " ")
-			if string(sz) != "-" {
-				if size, err = strconv.ParseInt(string(sz), 10, 64); err != nil {
-					return nil, fmt.Errorf("patch.ParseLsTree: size %q: %w", sz, err)
-				}
-			}
-		}
-		if len(oid) != 40 || !isLowerHex(oid) {
-			return nil, fmt.Errorf("patch.ParseLsTree: object id %q", oid)
-		}
-		if path == "" {
-			return nil, fmt.Errorf("patch.ParseLsTree: empty path")
-		}
-		m[path] = Entry{Mode: Mode(mode), BlobSHA: string(oid), Size: size}
-	}
-	return &Listing{entries: m, read: read}, nil
-}
-
-func isLowerHex(b []byte) bool {
-	for _, c := range b {
-		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
-			return false
-		}
-	}
-	return true
+// FromTree is the listing of a gitrepo tree whose contents come from
+// blobs (checked against the listed ids, as every Listing read is). A fresh
+// one of the base commit is what ValidatePatch takes.
+func FromTree(tree *gitrepo.Tree, blobs *gitrepo.Blobs) *Listing {
+	return NewListing(tree.Entries, func(_ string, e Entry) ([]byte, error) { return blobs.Read(e.BlobSHA, 0) })
 }
 
 // Len is the number of entries.

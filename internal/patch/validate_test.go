@@ -1,6 +1,7 @@
 package patch
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"golang.org/x/text/unicode/norm"
 
+	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/secret/leaks"
 
 	"github.com/quavon/quavon/internal/testenv"
@@ -175,38 +177,6 @@ func TestValidatePatchReadsVerifiedBase(t *testing.T) {
 	}
 }
 
-func TestParseLsTree(t *testing.T) {
-	t.Parallel()
-	files := map[string]MapFile{"a.txt": {Content: "a\n"}, "d/e f.txt": {Content: ""}, "l": {Mode: ModeSymlink, Content: "a.txt"},
-		"x.sh": {Mode: ModeExecutable, Content: "#!\n"}, "tab\tname": {Content: "t"}}
-	dir := gitRepo(t, files)
-	for _, args := range [][]string{{"ls-tree", "-r", "-z", "--full-tree", "HEAD"}, {"ls-tree", "-r", "-z", "-l", "-t", "--full-tree", "HEAD"}} {
-		out := runGit(t, dir, nil, args...)
-		l, err := ParseLsTree([]byte(out), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l.Len() != len(files) {
-			t.Fatalf("%v: %d entries, want %d", args, l.Len(), len(files))
-		}
-		for p, f := range files {
-			e, ok := l.Stat(p)
-			mode := f.Mode
-			if mode == 0 {
-				mode = ModeFile
-			}
-			if !ok || e.Mode != mode || e.BlobSHA != BlobSHA([]byte(f.Content)) {
-				t.Errorf("%v: Stat(%q) = %+v, %v", args, p, e, ok)
-			}
-		}
-	}
-	for _, bad := range []string{"100644 blob abc\tx\x00", "100644 blob " + strings.Repeat("a", 40) + "\tx", "zz blob " + strings.Repeat("a", 40) + "\tx\x00"} {
-		if _, err := ParseLsTree([]byte(bad), nil); err == nil {
-			t.Errorf("ParseLsTree(%q) accepted", bad)
-		}
-	}
-}
-
 // A fixed vector: changing the canonical form breaks stored hashes.
 func TestPatchSHA256Vector(t *testing.T) {
 	t.Parallel()
@@ -279,5 +249,37 @@ func TestExecutedPaths(t *testing.T) {
 		if r, ok := marked[p]; ok {
 			t.Errorf("%s marked as executed: %s", p, r)
 		}
+	}
+}
+
+// A listing of a real commit through gitrepo: entries and checked reads.
+func TestFromTree(t *testing.T) {
+	t.Parallel()
+	dir := gitRepo(t, map[string]MapFile{"a.txt": {Content: "a\n"}, "l": {Mode: ModeSymlink, Content: "a.txt"}})
+	ctx := context.Background()
+	r, err := gitrepo.OpenLocal(ctx, dir, gitrepo.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, _ := r.ResolveCommit(ctx, "HEAD")
+	tree, err := r.Tree(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := r.Blobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	l := FromTree(tree, blobs)
+	if b, err := l.Read("a.txt"); err != nil || string(b) != "a\n" {
+		t.Fatalf("read %q %v", b, err)
+	}
+	if _, err := l.Read("l"); !errors.Is(err, ErrNotRegular) {
+		t.Fatalf("a symlink read as a file: %v", err)
+	}
+	if err := ValidatePatch([]FixFileChange{{Path: "a.txt", Operation: OpModify, BaseBlobSHA: BlobSHA([]byte("a\n")), NewContent: "b\n", Mode: ModeFile}},
+		l, PathPolicy{}, Limits{}, testScanner(t)); err != nil {
+		t.Fatal(err)
 	}
 }

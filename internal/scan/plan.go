@@ -3,9 +3,9 @@
 // sandbox (image class "scanners") through the same signed job, encrypted
 // snapshot and runner code a deployment uses.
 //
-// Plan reads the repository with the git binary, from objects only: the
-// two trees (ls-tree) and the blobs (cat-file), never the work tree, and
-// never git's diff, so no attribute (diff, binary, text, eol, filters,
+// Plan reads the repository through internal/gitrepo's hardened readers,
+// from objects only: the two trees (ls-tree) and the blobs (cat-file), never
+// the work tree, and never git's diff, so no attribute (diff, binary, text, eol, filters,
 // encodings), binary detection or diff configuration of the repository's
 // has a say in what is scanned: the changed lines are computed from the
 // blobs by sast.ChangedLineRanges. Tree writes the snapshot directory, Run
@@ -15,21 +15,17 @@
 package scan
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 
+	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/sast/driver"
 )
@@ -80,129 +76,62 @@ type Plan struct {
 	exts []string
 	// read holds what ReadFile read (nil: unreadable).
 	read map[string][]byte
-}
-
-// Git runs git in a repository. Repository configuration that runs
-// programs on a diff (external diff drivers, textconv, fsmonitor) is
-// switched off on every call.
-type Git struct {
-	Dir string
-}
-
-// Only plumbing that reads objects is used (rev-parse, merge-base,
-// ls-tree, cat-file without --textconv or --filters), which attributes do
-// not touch; replace refs are ignored, so the objects are the commits'.
-func (g Git) cmd(ctx context.Context, args ...string) *exec.Cmd {
-	full := append([]string{"--no-replace-objects", "-c", "core.fsmonitor=false"}, args...)
-	c := exec.CommandContext(ctx, "git", full...)
-	c.Dir = g.Dir
-	c.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "GIT_NO_REPLACE_OBJECTS=1", "LC_ALL=C")
-	return c
-}
-
-// out runs git and returns stdout (at most max bytes; more is an error).
-func (g Git) out(ctx context.Context, max int64, args ...string) ([]byte, error) {
-	c := g.cmd(ctx, args...)
-	var stderr bytes.Buffer
-	c.Stderr = &limitedWriter{w: &stderr, n: 4096}
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Start(); err != nil {
-		return nil, fmt.Errorf("git: %w", err)
-	}
-	data, rerr := io.ReadAll(io.LimitReader(stdout, max+1))
-	if int64(len(data)) > max {
-		c.Process.Kill()
-		c.Wait()
-		return nil, fmt.Errorf("git %s: output larger than %d bytes", args[0], max)
-	}
-	if err := c.Wait(); err != nil {
-		return nil, fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(stderr.String()))
-	}
-	return data, rerr
-}
-
-type limitedWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
-}
-
-// resolve returns the commit id of rev.
-func (g Git) resolve(ctx context.Context, rev string) (string, error) {
-	if strings.HasPrefix(rev, "-") {
-		return "", fmt.Errorf("bad revision %q", rev)
-	}
-	out, err := g.out(ctx, 4096, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
-	if err != nil {
-		return "", fmt.Errorf("unknown revision %q", rev)
-	}
-	return strings.TrimSpace(string(out)), nil
+	repo *gitrepo.Repo
 }
 
 // defaultBase is the first of the branch's upstream, origin/HEAD, main and
 // master that exists.
-func (g Git) defaultBase(ctx context.Context) (string, error) {
+func defaultBase(ctx context.Context, r *gitrepo.Repo) (string, error) {
 	for _, rev := range []string{"@{upstream}", "origin/HEAD", "origin/main", "origin/master", "main", "master"} {
-		if _, err := g.resolve(ctx, rev); err == nil {
+		if _, err := r.ResolveCommit(ctx, rev); err == nil {
 			return rev, nil
 		}
 	}
 	return "", errors.New("no base found (no upstream, origin/HEAD, main or master): pass --base REF")
 }
 
+// maxBlobBytes bounds a blob the plan reads.
+const maxBlobBytes = 64 << 20
+
 // NewPlan finds the merge base of base and HEAD in the repository at dir
 // and lists what changed on the head side.
 func NewPlan(ctx context.Context, dir, base string, lim Limits) (*Plan, error) {
-	if _, err := exec.LookPath("git"); err != nil {
+	r, err := gitrepo.OpenLocal(ctx, dir, gitrepo.Limits{MaxTreeEntries: gitrepo.DefaultLimits.MaxTreeEntries,
+		MaxBlobBytes: maxBlobBytes, MaxChangedFiles: gitrepo.DefaultLimits.MaxChangedFiles})
+	if errors.Is(err, gitrepo.ErrNoGit) {
 		return nil, errors.New("git is not installed")
 	}
-	g := Git{Dir: dir}
-	top, err := g.out(ctx, 8192, "rev-parse", "--show-toplevel")
 	if err != nil {
 		return nil, fmt.Errorf("%s is not in a git work tree", dir)
 	}
-	p := &Plan{Root: strings.TrimSpace(string(top)), Base: base, blobs: map[string]string{}}
-	g.Dir = p.Root
-	if p.Head, err = g.resolve(ctx, "HEAD"); err != nil {
+	p := &Plan{Root: r.Root(), Base: base, blobs: map[string]string{}, repo: r}
+	if p.Head, err = r.ResolveCommit(ctx, "HEAD"); err != nil {
 		return nil, errors.New("the repository has no commit yet")
 	}
 	if p.Base == "" {
-		if p.Base, err = g.defaultBase(ctx); err != nil {
+		if p.Base, err = defaultBase(ctx, r); err != nil {
 			return nil, err
 		}
 	}
-	baseID, err := g.resolve(ctx, p.Base)
+	baseID, err := r.ResolveCommit(ctx, p.Base)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("unknown revision %q", p.Base)
 	}
-	mb, err := g.out(ctx, 4096, "merge-base", baseID, p.Head)
-	if err != nil {
+	if p.MergeBase, err = r.MergeBase(ctx, baseID, p.Head); err != nil {
 		return nil, fmt.Errorf("%s and HEAD have no merge base", p.Base)
 	}
-	p.MergeBase = strings.TrimSpace(string(mb))
-
-	head, err := g.lsTree(ctx, p.Head)
+	headTree, err := r.Tree(ctx, p.Head)
 	if err != nil {
 		return nil, err
 	}
-	baseTree, err := g.lsTree(ctx, p.MergeBase)
+	baseListing, err := r.Tree(ctx, p.MergeBase)
 	if err != nil {
 		return nil, err
 	}
+	head, baseTree := headTree.Entries, baseListing.Entries
 	var names []string
 	for name, e := range head {
-		if b, ok := baseTree[name]; !ok || b.id != e.id || b.mode != e.mode {
+		if b, ok := baseTree[name]; !ok || b.BlobSHA != e.BlobSHA || b.Mode != e.Mode {
 			names = append(names, name)
 		}
 	}
@@ -216,41 +145,38 @@ func NewPlan(ctx context.Context, dir, base string, lim Limits) (*Plan, error) {
 		shown := sast.DisplayPath(name)
 		skip := func(why string) { p.NotScanned = append(p.NotScanned, sast.NotScanned{Path: shown, Reason: why}) }
 		switch {
-		case e.mode == "120000":
+		case e.Mode == gitrepo.ModeSymlink:
 			skip("a symbolic link: no scanner reads links")
-		case e.mode == "160000":
+		case e.Mode == gitrepo.ModeGitlink:
 			skip("a submodule: the commits it points to are not scanned")
-		case e.typ != "blob":
+		case !e.Mode.Regular():
 			skip("not a file")
-		case e.size > lim.MaxFileBytes:
-			skip(fmt.Sprintf("%d bytes, over the per-file cap of %d bytes", e.size, lim.MaxFileBytes))
+		case e.Size > lim.MaxFileBytes:
+			skip(fmt.Sprintf("%d bytes, over the per-file cap of %d bytes", e.Size, lim.MaxFileBytes))
 		case len(p.Files) >= lim.MaxFiles:
 			skip(fmt.Sprintf("more than %d changed files: over the cap on files per scan", lim.MaxFiles))
-		case total+e.size > lim.MaxTotalBytes:
+		case total+e.Size > lim.MaxTotalBytes:
 			skip(fmt.Sprintf("over the cap of %d bytes of changed files per scan", lim.MaxTotalBytes))
 		default:
-			total += e.size
+			total += e.Size
 			p.Files = append(p.Files, shown)
 			p.exts = append(p.exts, sast.NeutralExt(name))
-			p.blobs[shown] = e.id
+			p.blobs[shown] = e.BlobSHA
 			if driver.ValidPath(name) && snapshotName(name) {
 				p.src[shown] = name
 			}
-			want = append(want, e.id)
-			if b, ok := baseTree[name]; ok && b.typ == "blob" && b.mode != "120000" && b.mode != "160000" && b.size <= lim.MaxFileBytes {
-				baseOf[shown] = b.id
-				want = append(want, b.id)
+			want = append(want, e.BlobSHA)
+			if b, ok := baseTree[name]; ok && b.Mode.Regular() && b.Size <= lim.MaxFileBytes {
+				baseOf[shown] = b.BlobSHA
+				want = append(want, b.BlobSHA)
 			}
 		}
 	}
 	p.addGoContext(head, lim)
 
 	// The change, from the blobs alone.
-	blobs := map[string][]byte{}
-	if err := g.catBlobs(ctx, want, func(id string, data []byte) error {
-		blobs[id] = data
-		return nil
-	}); err != nil {
+	blobs, err := p.readBlobs(ctx, want)
+	if err != nil {
 		return nil, err
 	}
 	p.read = map[string][]byte{}
@@ -281,34 +207,10 @@ func snapshotName(name string) bool {
 	return true
 }
 
-type treeEntry struct {
-	mode, typ, id string
-	size          int64
-}
-
-// lsTree lists the tree of commit rev recursively with sizes.
-func (g Git) lsTree(ctx context.Context, rev string) (map[string]treeEntry, error) {
-	out, err := g.out(ctx, 256<<20, "ls-tree", "-r", "-z", "--long", "--full-tree", rev)
-	if err != nil {
-		return nil, err
-	}
-	tree := map[string]treeEntry{}
-	for _, rec := range strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00") {
-		meta, name, ok := strings.Cut(rec, "\t")
-		f := strings.Fields(meta)
-		if !ok || len(f) != 4 {
-			continue
-		}
-		size, _ := strconv.ParseInt(f[3], 10, 64) // "-" for submodules
-		tree[name] = treeEntry{mode: f[0], typ: f[1], id: f[2], size: size}
-	}
-	return tree, nil
-}
-
 // addGoContext adds, for every changed Go file laid out at its own path,
 // the other Go files of its package and the go.mod/go.sum of its module:
 // gosec type-checks packages.
-func (p *Plan) addGoContext(tree map[string]treeEntry, lim Limits) {
+func (p *Plan) addGoContext(tree map[string]gitrepo.Entry, lim Limits) {
 	dirs := map[string]bool{}
 	for _, f := range p.Files {
 		if name, ok := p.src[f]; ok && strings.HasSuffix(name, ".go") {
@@ -347,12 +249,12 @@ func (p *Plan) addGoContext(tree map[string]treeEntry, lim Limits) {
 			p.inSrc[shown] = true // a changed go.mod or file of the package
 			continue
 		}
-		if !ok || p.blobs[shown] != "" || e.typ != "blob" || e.mode == "120000" || e.size > lim.MaxFileBytes ||
+		if !ok || p.blobs[shown] != "" || !e.Mode.Regular() || e.Size > lim.MaxFileBytes ||
 			!driver.ValidPath(n) || !snapshotName(n) || len(p.Context) >= lim.MaxContextFiles {
 			continue
 		}
 		p.Context = append(p.Context, shown)
-		p.blobs[shown] = e.id
+		p.blobs[shown] = e.BlobSHA
 		p.src[shown] = n
 	}
 }
@@ -407,11 +309,8 @@ func (p *Plan) Tree(ctx context.Context, dir string, req sast.Request) error {
 		ids = append(ids, p.blobs[c])
 	}
 	if len(ids) > 0 {
-		got := map[string][]byte{}
-		if err := (Git{Dir: p.Root}).catBlobs(ctx, ids, func(id string, data []byte) error {
-			got[id] = data
-			return nil
-		}); err != nil {
+		got, err := p.readBlobs(ctx, ids)
+		if err != nil {
 			return err
 		}
 		for _, c := range p.Context {
@@ -438,12 +337,8 @@ func (p *Plan) ReadFile(ctx context.Context, name string) ([]byte, bool) {
 		return nil, false
 	}
 	var data []byte
-	err := Git{Dir: p.Root}.catBlobs(ctx, []string{id}, func(_ string, d []byte) error {
-		data = d
-		return nil
-	})
-	if err != nil {
-		data = nil
+	if got, err := p.readBlobs(ctx, []string{id}); err == nil {
+		data = got[id]
 	}
 	if p.read == nil {
 		p.read = map[string][]byte{}
@@ -452,55 +347,20 @@ func (p *Plan) ReadFile(ctx context.Context, name string) ([]byte, bool) {
 	return data, data != nil
 }
 
-// maxBlobBytes bounds a blob catBlobs reads.
-const maxBlobBytes = 64 << 20
-
-// catBlobs streams the blobs ids (each once) through one git cat-file
-// --batch, never with --textconv or --filters.
-func (g Git) catBlobs(ctx context.Context, ids []string, fn func(string, []byte) error) error {
-	ids = slices.Compact(slices.Sorted(slices.Values(ids)))
-	c := g.cmd(ctx, "cat-file", "--batch")
-	in, err := c.StdinPipe()
+// readBlobs reads the blobs ids (each once) through one cat-file process.
+func (p *Plan) readBlobs(ctx context.Context, ids []string) (map[string][]byte, error) {
+	b, err := p.repo.Blobs(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	out, err := c.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := c.Start(); err != nil {
-		return err
-	}
-	defer c.Wait()
-	go func() {
-		w := bufio.NewWriter(in)
-		for _, id := range ids {
-			fmt.Fprintln(w, id)
-		}
-		w.Flush()
-		in.Close()
-	}()
-	r := bufio.NewReader(out)
-	for _, id := range ids {
-		header, err := r.ReadString('\n')
+	defer b.Close()
+	out := make(map[string][]byte, len(ids))
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+		data, err := b.Read(id, maxBlobBytes)
 		if err != nil {
-			return fmt.Errorf("git cat-file: %w", err)
+			return nil, err
 		}
-		f := strings.Fields(header)
-		if len(f) != 3 || f[0] != id || f[1] != "blob" {
-			return fmt.Errorf("git cat-file: unexpected %q for %s", strings.TrimSpace(header), id)
-		}
-		size, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil || size < 0 || size > maxBlobBytes {
-			return fmt.Errorf("git cat-file: bad size for %s", id)
-		}
-		data := make([]byte, size+1) // content and the trailing newline
-		if _, err := io.ReadFull(r, data); err != nil {
-			return fmt.Errorf("git cat-file: %w", err)
-		}
-		if err := fn(id, data[:size]); err != nil {
-			return err
-		}
+		out[id] = data
 	}
-	return nil
+	return out, nil
 }
