@@ -138,3 +138,62 @@ func TestSharedBlocksAgree(t *testing.T) {
 		t.Errorf("%d uses of shared blocks, want the request-data rules' blocks", uses)
 	}
 }
+
+// TypeScript rules that differ from their JavaScript twins on purpose
+// (TypeScript casts, JSX left to the Tsx rules).
+var tsOwnRules = map[string]bool{"open-redirect.yml": true, "dom-html-injection.yml": true}
+
+// The TypeScript rules are the JavaScript ones, with the TypeScript blocks
+// in the request-data rules (README, "Following request data"); keep them
+// equal beyond id, language and blocks. (The Tsx copies are checked by
+// TestTsxRulesMirrorTypeScript.)
+func TestTypeScriptRulesMirrorJavaScript(t *testing.T) {
+	t.Parallel()
+	ts, err := filepath.Glob(filepath.Join("ast-grep", "rules", "typescript", "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range ts {
+		tsText, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tsOwnRules[filepath.Base(f)] {
+			continue
+		}
+		jsText, err := os.ReadFile(filepath.Join("ast-grep", "rules", "javascript", filepath.Base(f)))
+		if err != nil {
+			t.Errorf("%s has no JavaScript twin: %v", f, err)
+			continue
+		}
+		n++
+		if got, want := withoutBlocks(string(tsText), "typescript", "TypeScript"), withoutBlocks(string(jsText), "javascript", "JavaScript"); got != want {
+			t.Errorf("%s differs from its JavaScript twin beyond id, language and shared blocks; copy it again", f)
+		}
+	}
+	if n < 30 {
+		t.Errorf("%d TypeScript rules with a JavaScript twin, want the framework rules", n)
+	}
+}
+
+// withoutBlocks drops the shared blocks and normalises id and language.
+func withoutBlocks(text, dir, lang string) string {
+	text = strings.Replace(text, "\nid: quavon-"+dir+"-", "\nid: quavon-X-", 1)
+	text = strings.Replace(text, "\nlanguage: "+lang+"\n", "\nlanguage: X\n", 1)
+	var out []string
+	in := false
+	for _, line := range strings.Split(text, "\n") {
+		switch {
+		case strings.HasPrefix(line, "  # ---- end of the "):
+			in = false
+			out = append(out, "  # (block)")
+		case in:
+		case strings.HasPrefix(line, "  # ---- "):
+			in = true
+		default:
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}
