@@ -9,9 +9,12 @@
 // and `eslint-disable` comments in the scanned code are ignored (also set
 // here with noInlineConfig, in case the flag is ever dropped). Packages are
 // resolved from /opt/quavon/node_modules: eslint, eslint-plugin-security,
-// @typescript-eslint/parser and typescript.
+// @typescript-eslint/parser and typescript. JavaScript files go through
+// ./parser.js, which accepts ES modules, sloppy-mode CommonJS scripts, JSX
+// and decorators (see there); TypeScript files through @typescript-eslint.
 import security from "eslint-plugin-security";
 import tsParser from "@typescript-eslint/parser";
+import javascriptParser from "./parser.js";
 
 // Core ESLint rules that catch code injection and similar risks.
 const coreSecurityRules = {
@@ -58,17 +61,13 @@ export default [
       ecmaVersion: "latest",
       sourceType: "module",
       globals,
+      // Module, then CommonJS script, then the TypeScript parser's JavaScript
+      // mode, by file extension (.cjs tries CommonJS first).
+      parser: javascriptParser,
       parserOptions,
     },
     plugins: { security },
     rules: { ...security.configs.recommended.rules, ...coreSecurityRules },
-  },
-  {
-    // CommonJS files are scripts: parse them as such so `require`-style code
-    // with sloppy-mode syntax still yields findings instead of a parse error.
-    name: "quavon/commonjs",
-    files: ["**/*.cjs"],
-    languageOptions: { sourceType: "commonjs" },
   },
   {
     name: "quavon/typescript",

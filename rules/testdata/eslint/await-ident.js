@@ -1,0 +1,3 @@
+var await = 1;
+var yield = 2;
+console.log(await + yield);

@@ -1,0 +1,2 @@
+// Not JavaScript in any dialect: the scan must say so.
+function (

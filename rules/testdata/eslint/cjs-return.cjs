@@ -1,0 +1,2 @@
+if (!process.env.X) return;
+module.exports = 1;

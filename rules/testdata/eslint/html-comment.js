@@ -1,0 +1,3 @@
+<!-- old browsers
+var x = 1;
+// -->

@@ -1,0 +1,2 @@
+import pkg from "./package.json" with { type: "json" };
+export default pkg;

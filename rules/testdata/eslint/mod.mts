@@ -1,0 +1,1 @@
+export const f = (x: string): string => x;

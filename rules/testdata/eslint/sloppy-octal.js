@@ -1,0 +1,2 @@
+var mode = 0755;
+fs.chmodSync("x", mode);

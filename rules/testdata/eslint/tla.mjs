@@ -1,0 +1,2 @@
+const data = await fetch("https://example.com").then((r) => r.json());
+export { data };

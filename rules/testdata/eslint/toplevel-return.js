@@ -1,0 +1,2 @@
+if (require.main !== module) return;
+console.log("cli");

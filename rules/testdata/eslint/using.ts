@@ -1,0 +1,1 @@
+export function f() { using res = getResource(); return res.value; }
