@@ -16,6 +16,7 @@ import (
 
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/gitrepo"
+	"github.com/quavon/quavon/internal/snapshot"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -418,5 +419,51 @@ func TestParseLsTree(t *testing.T) {
 		if _, err := gitrepo.ParseLsTree([]byte(bad)); err == nil {
 			t.Errorf("ParseLsTree(%q) accepted", bad)
 		}
+	}
+}
+
+// A snapshot of a commit straight from its objects: regular files with
+// their modes, the symlink left out and counted, nothing of the work tree.
+func TestTreeFilesSnapshot(t *testing.T) {
+	dir, _, _, head := hostileRepo(t)
+	os.WriteFile(filepath.Join(dir, "README.md"), []byte("changed in the work tree, not committed\n"), 0o644)
+	ctx := context.Background()
+	r, err := gitrepo.OpenLocal(ctx, dir, gitrepo.DefaultLimits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree, err := r.Tree(ctx, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := r.Blobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	files, skipped := gitrepo.TreeFiles(tree, blobs)
+	if skipped["symlink"] != 1 || len(files) != len(tree.Entries)-1 {
+		t.Fatalf("%d files, skipped %v", len(files), skipped)
+	}
+	snap, st, err := files.Build(snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	if _, err := snapshot.Extract(bytes.NewReader(snap), dest, snapshot.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dest, "README.md")); string(b) != "base\n" {
+		t.Fatalf("README.md from the work tree, not the commit: %q", b)
+	}
+	if fi, err := os.Stat(filepath.Join(dest, ".githooks/post-checkout")); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("executable file: %v %v", fi, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dest, "passwd")); !os.IsNotExist(err) {
+		t.Fatalf("the symlink travelled: %v", err)
+	}
+	again, _, _ := files.Build(snapshot.Limits{})
+	if !bytes.Equal(snap, again) || st.Entries == 0 {
+		t.Fatal("not deterministic")
 	}
 }

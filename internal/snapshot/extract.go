@@ -7,6 +7,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
+	"strings"
 	"syscall"
 )
 
@@ -30,6 +32,13 @@ func Extract(r io.Reader, dest string, lim Limits) (Stats, error) {
 // may already exist as a directory. An entry whose name or parent is of the
 // other kind in dest (a file where the snapshot has a directory, or the
 // reverse) is refused with ErrForbidden.
+//
+// A whiteout (an empty regular file dir/.wh.name) deletes dir/name: a file
+// or a symlink (the link itself, never its target); nothing there is fine.
+// A whiteout of a directory, a non-empty one, and OCI's opaque marker
+// .wh..wh..opq are refused with ErrForbidden. Names are clean and relative
+// (Check's rules) and every operation goes through an os.Root, so no
+// whiteout reaches outside dest.
 func ExtractOverlay(r io.Reader, dest string, lim Limits) (Stats, error) {
 	st, err := extract(r, dest, lim, true)
 	if err != nil {
@@ -56,8 +65,37 @@ func extract(r io.Reader, dest string, lim Limits, overlay bool) (Stats, error) 
 		if h.Typeflag == tar.TypeDir {
 			return extractDir(root, name, overlay)
 		}
+		if base := path.Base(name); overlay && strings.HasPrefix(base, WhiteoutPrefix) {
+			return whiteout(root, name, h.Size)
+		}
 		return extractFile(root, name, fs.FileMode(h.Mode), h.Size, body, overlay)
 	})
+}
+
+func whiteout(root *os.Root, name string, size int64) error {
+	base := path.Base(name)
+	switch {
+	case base == opaqueWhiteout:
+		return fmt.Errorf("%w: %q: opaque whiteouts are not honoured", ErrForbidden, clip(name))
+	case size != 0:
+		return fmt.Errorf("%w: %q: a whiteout with content", ErrForbidden, clip(name))
+	case base == WhiteoutPrefix:
+		return fmt.Errorf("%w: %q: a whiteout without a name", ErrForbidden, clip(name))
+	}
+	target := path.Join(path.Dir(name), strings.TrimPrefix(base, WhiteoutPrefix))
+	fi, err := root.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("%q: %w", clip(target), err)
+	case fi.IsDir():
+		return fmt.Errorf("%w: %q: a whiteout of a directory", ErrForbidden, clip(target))
+	}
+	if err := root.Remove(target); err != nil {
+		return fmt.Errorf("%q: %w", clip(target), err)
+	}
+	return nil
 }
 
 func extractDir(root *os.Root, name string, overlay bool) error {

@@ -279,15 +279,19 @@ func FuzzExtract(f *testing.F) {
 }
 
 // FuzzExtractEntries builds well-formed tars from a line per entry, type
-// letter then name (d directory, f file, x setuid file, l symlink to /,
-// h hard link to the previous name), so the fuzzer explores names, order
-// and kinds rather than tar framing.
+// letter then name (d directory, f file, w empty file (a whiteout when
+// named .wh.*), x setuid file, l symlink to /, h hard link to the previous
+// name), so the fuzzer explores names, order and kinds rather than tar
+// framing.
 func FuzzExtractEntries(f *testing.F) {
 	f.Add("dout\nfout/escaped")
 	f.Add("foutfile\nda\nfa/b")
 	f.Add("dinner\nfinner/x\nfsub/y")
 	f.Add("lx\nfx/y")
 	f.Add("fa\nha\nd.git\nf../x")
+	f.Add("w.wh.outfile\nw.wh.out\nw.wh.rel\nw.wh.inner")
+	f.Add("dout\nwout/.wh.file")
+	f.Add("w.wh..wh..opq\nw.wh.\nf.wh.x")
 	f.Fuzz(func(t *testing.T, spec string) {
 		var gz bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&gz, gzip.NoCompression)
@@ -302,6 +306,8 @@ func FuzzExtractEntries(f *testing.F) {
 			switch line[0] {
 			case 'd':
 				h.Typeflag, h.Name, h.Mode = tar.TypeDir, name+"/", 0o755
+			case 'w':
+				h.Typeflag = tar.TypeReg
 			case 'f', 'x':
 				h.Typeflag, h.Size = tar.TypeReg, 1
 				if line[0] == 'x' {
@@ -365,5 +371,86 @@ func checkExtract(t *testing.T, gz []byte) {
 	})
 	if names, _ := os.ReadDir(hidden); len(names) > 0 {
 		t.Fatalf("extract wrote through the link inner -> t\\: %v", names)
+	}
+}
+
+func data(s string) func() ([]byte, error) { return func() ([]byte, error) { return []byte(s), nil } }
+
+// Files and Overlay build what Check accepts, deterministically; whiteouts
+// delete files (and links, never their targets) when the overlay is
+// extracted, and nothing else.
+func TestOverlayWhiteouts(t *testing.T) {
+	t.Parallel()
+	base, _, err := Files{{Name: "src/a.go", Read: data("a")}, {Name: "src/b.go", Read: data("b")}, {Name: "run.sh", Executable: true, Read: data("#!")},
+		{Name: "keep/.wh.note", Read: data("a repository file named like a whiteout")}}.Build(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := Files{{Name: "run.sh", Executable: true, Read: data("#!")}, {Name: "keep/.wh.note", Read: data("a repository file named like a whiteout")},
+		{Name: "src/b.go", Read: data("b")}, {Name: "src/a.go", Read: data("a")}}.Build(Limits{})
+	if !bytes.Equal(base, again) {
+		t.Fatal("Files.Build depends on the order of the files")
+	}
+	if _, err := Check(bytes.NewReader(base), Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	dest := t.TempDir()
+	if _, err := Extract(bytes.NewReader(base), dest, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	// The base keeps a .wh. name as a file: only overlays delete.
+	if b, err := os.ReadFile(filepath.Join(dest, "keep/.wh.note")); err != nil || len(b) == 0 {
+		t.Fatalf("base .wh. file: %q %v", b, err)
+	}
+	outside := filepath.Join(t.TempDir(), "target")
+	os.WriteFile(outside, []byte("outside"), 0o644)
+	os.Symlink(outside, filepath.Join(dest, "src/link")) // left by a setup step
+	ov, _, err := Overlay{Files: []File{{Name: "src/c.go", Read: data("c")}}, Deletions: []string{"src/a.go", "src/link", "src/never.go"}}.Build(Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ExtractOverlay(bytes.NewReader(ov), dest, Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(listTree(t, dest)[1:], "\n")
+	want := strings.Join([]string{
+		"keep drwxr-xr-x",
+		"keep/.wh.note -rw-r--r-- a repository file named like a whiteout",
+		"run.sh -rwxr-xr-x #!",
+		"src drwxr-xr-x",
+		"src/b.go -rw-r--r-- b",
+		"src/c.go -rw-r--r-- c",
+	}, "\n")
+	if got != want {
+		t.Errorf("tree:\n%s\nwant:\n%s", got, want)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "outside" {
+		t.Fatal("a whiteout of a link touched its target")
+	}
+	for name, o := range map[string]Overlay{
+		"write a .wh. name":    {Files: []File{{Name: "src/.wh.b.go", Read: data("")}}},
+		"written and deleted":  {Files: []File{{Name: "src/b.go", Read: data("")}}, Deletions: []string{"src/b.go"}},
+		"deletion outside":     {Deletions: []string{"../etc/passwd"}},
+		"deletion of .git":     {Deletions: []string{".git/config"}},
+		"absolute deletion":    {Deletions: []string{"/etc/passwd"}},
+		"dir and file at once": {Files: []File{{Name: "x", Read: data("")}, {Name: "x/y", Read: data("")}}},
+	} {
+		if _, _, err := o.Build(Limits{}); !errors.Is(err, ErrForbidden) {
+			t.Errorf("%s: %v, want ErrForbidden", name, err)
+		}
+	}
+	// Hand-made overlays the builder never writes are refused on extract.
+	for name, es := range map[string][]entry{
+		"opaque whiteout":         {dirEntry("src"), fileEntry("src/.wh..wh..opq", "")},
+		"whiteout with content":   {dirEntry("src"), fileEntry("src/.wh.b.go", "x")},
+		"whiteout of a directory": {fileEntry(".wh.src", "")},
+		"bare prefix":             {dirEntry("src"), fileEntry("src/.wh.", "")},
+	} {
+		if _, err := ExtractOverlay(bytes.NewReader(makeTar(t, es, nil)), dest, Limits{}); !errors.Is(err, ErrForbidden) {
+			t.Errorf("%s: %v, want ErrForbidden", name, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dest, "src/b.go")); err != nil {
+		t.Fatal("a refused overlay deleted a file")
 	}
 }

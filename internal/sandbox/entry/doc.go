@@ -19,7 +19,9 @@
 //     the run step must never execute with a half-installed tree.
 //  5. Otherwise the program waits for the runner's authenticated go-ahead;
 //     then the overlay snapshot, if any, is read and applied with
-//     snapshot.ExtractOverlay (files replace files, directories may exist).
+//     snapshot.ExtractOverlay (files replace files, directories may exist,
+//     a whiteout dir/.wh.name deletes the file dir/name; opaque whiteouts and
+//     whiteouts of directories are refused).
 //  6. The run step runs without a timeout of its own (the runner owns the
 //     wall clock and kills the container) and without any *_PROXY
 //     variable; then every other process is killed and its result is sent.

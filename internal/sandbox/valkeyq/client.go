@@ -60,11 +60,24 @@ func NewJobID() string {
 	return "j" + hex.EncodeToString(b[:])
 }
 
-// Run snapshots baseDir (and overlayDir, if not empty), stores both
-// encrypted, signs and enqueues the job, and waits for its verified result
-// until the job's deadline. The snapshots' chunks are deleted by the runner
-// once fetched, and by Run itself when no runner answered.
+// Run is RunSources with directories: baseDir (and overlayDir, if not
+// empty). quavon scan builds its snapshot this way.
 func (c *Client) Run(ctx context.Context, spec JobSpec, baseDir, overlayDir string) (*sandbox.SandboxResult, error) {
+	var overlay snapshot.Source
+	if overlayDir != "" {
+		overlay = snapshot.Dir(overlayDir)
+	}
+	return c.RunSources(ctx, spec, snapshot.Dir(baseDir), overlay)
+}
+
+// RunSources builds the base snapshot (and the overlay, if not nil: the
+// edits, deletions as whiteouts, applied after the setup step), stores both
+// encrypted, signs and enqueues the job, and waits for its verified result
+// until the job's deadline. The worker's sources are repository trees read
+// from git objects (gitrepo.TreeFiles) and in-memory overlays
+// (snapshot.Overlay): no checkout on disk. The snapshots' chunks are
+// deleted by the runner once fetched, and here when no runner answered.
+func (c *Client) RunSources(ctx context.Context, spec JobSpec, baseSrc, overlaySrc snapshot.Source) (*sandbox.SandboxResult, error) {
 	ttl := spec.TTL
 	if ttl == 0 {
 		ttl = 5 * time.Minute
@@ -72,13 +85,13 @@ func (c *Client) Run(ctx context.Context, spec JobSpec, baseDir, overlayDir stri
 	if ttl < 0 || ttl > sandbox.MaxJobTTL {
 		return nil, fmt.Errorf("Client.Run: ttl %s out of range", ttl)
 	}
-	baseSnap, _, err := snapshot.Build(baseDir, c.snapshot)
+	baseSnap, _, err := baseSrc.Build(c.snapshot)
 	if err != nil {
 		return nil, fmt.Errorf("Client.Run: base: %w", err)
 	}
 	var overlaySnap []byte
-	if overlayDir != "" {
-		if overlaySnap, _, err = snapshot.Build(overlayDir, c.snapshot); err != nil {
+	if overlaySrc != nil {
+		if overlaySnap, _, err = overlaySrc.Build(c.snapshot); err != nil {
 			return nil, fmt.Errorf("Client.Run: overlay: %w", err)
 		}
 	}

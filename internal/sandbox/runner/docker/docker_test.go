@@ -1,6 +1,8 @@
 package docker_test
 
 import (
+	"github.com/quavon/quavon/internal/snapshot"
+
 	"context"
 	"encoding/json"
 	"reflect"
@@ -64,6 +66,42 @@ func TestEndToEnd(t *testing.T) {
 			lock, _ := runner.LoadLockfile(testenv.ImagesLock(t))
 			if want, _ := lock.Resolve("byo:smoke"); res.ImageDigest != want {
 				t.Errorf("image digest %q, want %q", res.ImageDigest, want)
+			}
+		})
+	}
+}
+
+// TestOverlayDeletesAfterSetup: a snapshot built from memory (as the
+// worker builds them from git objects) and an overlay that deletes a file:
+// the setup step still sees it, the run step no longer does.
+func TestOverlayDeletesAfterSetup(t *testing.T) {
+	t.Parallel()
+	for name, mode := range modes(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, mode)
+			read := func(s string) func() ([]byte, error) { return func() ([]byte, error) { return []byte(s), nil } }
+			base := snapshot.Files{{Name: "gone.txt", Read: read("base\n")}, {Name: "lib/kept.txt", Read: read("kept\n")}}
+			overlay := snapshot.Overlay{Files: []snapshot.File{{Name: "lib/new.txt", Read: read("new\n")}}, Deletions: []string{"gone.txt"}}
+			s := spec("byo:smoke", `test -e gone.txt && echo run-saw-gone; cat lib/kept.txt lib/new.txt setup.log`)
+			s.SetupCommand = `test -f gone.txt && echo setup-saw-gone > setup.log`
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			res, err := h.client.RunSources(ctx, s, base, overlay)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, h.logs)
+			}
+			out := res.Artefacts["stdout.log"]
+			if res.Status != sandbox.StatusCompleted || res.ExitCode != 0 {
+				t.Fatalf("status %s exit %d error %q\n%s", res.Status, res.ExitCode, res.Error, out)
+			}
+			for _, want := range []string{"kept", "new", "setup-saw-gone"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout.log lacks %q:\n%s", want, out)
+				}
+			}
+			if strings.Contains(out, "run-saw-gone") {
+				t.Errorf("the deleted file was there in the run step:\n%s", out)
 			}
 		})
 	}
