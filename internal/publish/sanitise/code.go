@@ -126,7 +126,14 @@ func Terminal(s string) string {
 		case c == 0x1b && i+1 < len(s) && (s[i+1] == ']' || s[i+1] == 'P' || s[i+1] == '_' || s[i+1] == '^'):
 			i = skipString(s, i+2)
 		case c == 0x1b:
-			i += 2 // ESC and the one character of a two-byte sequence
+			// ESC, intermediate bytes, one final byte (ESC ( B, ESC 7).
+			i++
+			for i < len(s) && s[i] >= 0x20 && s[i] <= 0x2f {
+				i++
+			}
+			if i < len(s) && s[i] >= 0x30 && s[i] <= 0x7e {
+				i++
+			}
 		default:
 			b.WriteByte(c)
 			i++

@@ -152,6 +152,7 @@ type conv struct {
 	stats  Stats
 	inLink bool
 	depth  int
+	second map[*ast.List]bool // lists written with the second set of markers
 }
 
 // parse parses at most what a budget of maxBytes can use. Input nested
@@ -324,7 +325,7 @@ func (c *conv) flatten(n ast.Node, out []item) []item {
 		default:
 			out = c.flatten(b, out)
 		}
-		if len(out) > before {
+		if len(out) > before && out[len(out)-1].kind != itBreak {
 			out = append(out, item{kind: itBreak})
 		}
 	}
@@ -435,7 +436,14 @@ func (c *conv) blocks(n ast.Node, sep string) string {
 func (c *conv) list(n *ast.List) string {
 	ordered := n.IsOrdered()
 	bullet, delim := "-", "."
-	if prev, ok := n.PreviousSibling().(*ast.List); ok && prev.IsOrdered() == ordered && listParity(prev) {
+	// Parity of a chain of sibling lists, remembered as they are written.
+	prev, ok := n.PreviousSibling().(*ast.List)
+	second := ok && prev.IsOrdered() == ordered && !c.second[prev]
+	if c.second == nil {
+		c.second = map[*ast.List]bool{}
+	}
+	c.second[n] = second
+	if second {
 		bullet, delim = "*", ")"
 	}
 	sep := "\n"
@@ -460,13 +468,6 @@ func (c *conv) list(n *ast.List) string {
 		items = append(items, marker+" "+prefixRest(body, pad))
 	}
 	return strings.Join(items, sep)
-}
-
-// listParity reports whether the list l is written with the second set of
-// markers, following the chain of lists before it.
-func listParity(l *ast.List) bool {
-	prev, ok := l.PreviousSibling().(*ast.List)
-	return ok && prev.IsOrdered() == l.IsOrdered() && !listParity(prev)
 }
 
 func (c *conv) listItem(li ast.Node, tight bool) string {
