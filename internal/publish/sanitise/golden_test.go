@@ -26,7 +26,7 @@ var goldenCases = []struct{ name, in string }{
 		"[http](http://github.com/acme/app/), [traversal](https://github.com/acme/app/../../evil/x),\n" +
 		"[encoded](https://github.com/acme/app/%2e%2e/%2e%2e/evil), [userinfo](https://x@github.com/acme/app/),\n" +
 		"[relative](../../evil/repo), [js](javascript:alert(1)), [empty](), [bad ref][nope], <https://evil.example/>,\n" +
-		"https://evil.example/path, www.evil.example, mailto:a@evil.example and [x][e].\n\n" +
+		"https://evil.example/path, www.evil.example, mailto:a@evil.example, https&#58;//evil.example/entity and [x][e].\n\n" +
 		"[r]: https://github.com/acme/app/wiki\n[e]: https://evil.example/ref \"title\"\n"},
 	{"references", "Same repository: #12, GH-13, (#14), abc1234def.\n" +
 		"Other repositories: other/repo#12, other/repo@abc1234, octocat@abc1234, **other/repo**#15,\n" +

@@ -98,7 +98,9 @@ func TestLinksKeptOnlyUnderTheRepository(t *testing.T) {
 	s := testSanitiser(t)
 	in := "[a](https://github.com/acme/app/issues/1) [b](https://evil.example) ![c](https://github.com/acme/app/x.png) " +
 		"<https://evil.example/> https://github.com/acme/app/pull/3 https://evil.example/bare [d][r] [e][f] " +
-		"[g](<https://evil.example/a b>) [h](https://github.com/acme/app/../../evil/x)\n\n" +
+		"[g](<https://evil.example/a b>) [h](https://github.com/acme/app/../../evil/x) " +
+		// Entities hide a URL from goldmark's autolinker, not from GitHub's.
+		"https&#58;//evil.example/entity www&#46;evil.example\n\n" +
 		"[r]: https://github.com/acme/app/wiki\n[f]: https://evil.example/ref\n"
 	out := s.Markdown(in, 4096)
 	got := strings.Join(hrefs(t, s, out), " ")
