@@ -63,7 +63,7 @@ var (
 	// GitHub's closing keywords (and the -ing forms), an optional colon,
 	// then a reference in any form GitHub links: #n, GH-n, owner/repo#n,
 	// or an issue URL. Matched on folded, lower-cased text.
-	closingRe = regexp.MustCompile(`(?:^|[^\pL\pN_])((?:close[sd]?|closing|fix(?:e[sd]|ing)?|resolve[sd]?|resolving|duplicate\s+of)(?:(?:\s*:\s*|\s+)(?:#\d|gh-\d|https?://|www\.|[\pL\pN_.-]+/[\pL\pN_.-]+#\d)|#\d))`)
+	closingRe = regexp.MustCompile(`(?:^|[^\pL\pN_])((?:close[sd]?|closing|fix(?:e[sd]|ing)?|resolve[sd]?|resolving|duplicate\s+of)(?:(?:\s*:\s*|\s+)(?:#\d+|gh-\d+|https?://\S*|www\.\S*|[\pL\pN_.-]+/[\pL\pN_.-]+#\d+)|#\d+))`)
 	crossRe   = regexp.MustCompile(`[\pL\pN_.-]+/[\pL\pN_.-]+[#@]\pN`)
 )
 
