@@ -80,7 +80,7 @@ func review() Review {
 		Marker: marker, HeadSHA: headSHA, Model: "claude-sonnet-4-5",
 		Inline: []Finding{
 			{Severity: sast.SeverityHigh, Title: "SQL injection via **string concatenation** @x", Body: "The query uses `req.query.id`.\n\n" + hostile,
-				Path: "src/db.js", Line: 40, EndLine: 41, Sources: []Source{{Kind: SourceModel}, {Kind: SourceScanner, Tool: "ast-grep", RuleID: "js-sql-concat", CWE: "CWE-89"}},
+				Path: "src/db.js", Line: 40, EndLine: 40, Sources: []Source{{Kind: SourceModel}, {Kind: SourceScanner, Tool: "ast-grep", RuleID: "js-sql-concat", CWE: "CWE-89"}},
 				Suggestion:  suggestion("const rows = await db.query('SELECT * FROM t WHERE id = $1', [id]);\n```\n"),
 				Fingerprint: "a1b2c3d4e5f60718"},
 			{Severity: sast.SeverityMedium, Title: "Hard-coded secret", Body: "A token-like string.", Path: "config/`x`.js", Line: 3,
@@ -296,8 +296,20 @@ func TestComment(t *testing.T) {
 		}
 		inspect(t, r, c, nil, html, n)
 	}
+	// A suggestion for a range is not applied to the one line the comment
+	// sits on.
+	f := rv.Inline[0]
+	f.EndLine = 42
+	c, err := r.Comment(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspect(t, r, c, nil, []string{"<!-- quavon:finding " + f.Fingerprint + " -->"}, 0)
+	if !strings.Contains(c, "lines 40 to 42 was left out") {
+		t.Errorf("no note: %s", c)
+	}
 	// Only the typed suggestion is a suggestion: one in the body is code.
-	c, err := r.Comment(Finding{Severity: sast.SeverityLow, Title: "t", Body: "```suggestion\nrm -rf /\n```", Sources: []Source{{Kind: SourceModel}}})
+	c, err = r.Comment(Finding{Severity: sast.SeverityLow, Title: "t", Body: "```suggestion\nrm -rf /\n```", Sources: []Source{{Kind: SourceModel}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,9 +23,12 @@ type Finding struct {
 	// Sources say who found it: the model, scanners, or both (cross-tool
 	// duplicates are grouped into one finding).
 	Sources []Source
-	// Suggestion, when set, replaces lines Line..EndLine: rendered as a
-	// GitHub suggested change. Only this typed field can produce one; a
-	// suggestion block in Body is turned into plain code.
+	// Suggestion, when set, is the replacement of line Line: rendered as
+	// a GitHub suggested change. GitHub applies a suggestion to the lines
+	// the comment is attached to, and the writer attaches comments to one
+	// line, so a suggestion for a range (EndLine > Line) is left out with
+	// a note rather than applied to the wrong lines. Only this typed field
+	// can produce a suggestion; one in Body becomes plain code.
 	Suggestion *string
 	// Fingerprint is the finding's lowercase hex fingerprint; written as
 	// a hidden marker in its comment, so the publisher recognises its own
@@ -89,7 +92,9 @@ func (r *Renderer) Comment(f Finding) (string, error) {
 		b.add(r.san.Markdown(f.Body, maxFindingBytes))
 	}
 	if f.Suggestion != nil && f.Line > 0 {
-		if s, ok := sanitise.Suggestion(*f.Suggestion, maxSuggestion); ok {
+		if f.EndLine > f.Line {
+			b.add(fmt.Sprintf("*A suggested change for lines %d to %d was left out: it would apply to one line only.*", f.Line, f.EndLine))
+		} else if s, ok := sanitise.Suggestion(*f.Suggestion, maxSuggestion); ok {
 			b.add("Suggested change:")
 			b.add(s)
 		} else {

@@ -68,6 +68,9 @@
 //     The sanitiser also takes the -ing forms and a colon ("Fixes: #1"),
 //     and treats a keyword followed by anything but a plain word as one,
 //     end of block included. Only the renderer writes a closing line.
+//     Keywords inside code are not read by GitHub (observed, and reported
+//     by others; the docs are silent): the renderers rely on that only
+//     for command output, which must be shown as it is.
 //   - Hidden content: "placing the content in an HTML comment" hides it
 //     (Basic writing and formatting syntax, "Hiding content with
 //     comments"); model text never gets that power, which also keeps the

@@ -387,3 +387,20 @@ func TestCodeBlockCut(t *testing.T) {
 		}
 	}
 }
+
+func TestConcurrentUse(t *testing.T) {
+	s := testSanitiser(t)
+	done := make(chan string)
+	for i := range 8 {
+		go func() {
+			out := ""
+			for range 50 {
+				out = s.Markdown(fuzzSeeds[i%len(fuzzSeeds)], 2048)
+			}
+			done <- out
+		}()
+	}
+	for range 8 {
+		<-done
+	}
+}
