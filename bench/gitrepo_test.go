@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/githubfake"
+	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
