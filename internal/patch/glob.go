@@ -135,3 +135,23 @@ func segMatch(pat, s string) bool {
 	}
 	return px == len(pat)
 }
+
+// Glob is a compiled path pattern of the package's glob syntax (the one
+// policy paths use: "**" for any segments, matched case-insensitively on
+// normalised paths), for callers that filter paths the same way.
+type Glob struct{ g *glob }
+
+// CompileGlob compiles src.
+func CompileGlob(src string) (*Glob, error) {
+	g, err := compileGlob(src)
+	if err != nil {
+		return nil, err
+	}
+	return &Glob{g: g}, nil
+}
+
+// Match reports whether the glob matches path (a repository path) or a
+// directory of it.
+func (g *Glob) Match(path string) bool {
+	return g.g.matchOrAncestor(strings.Split(foldPath(path), "/"))
+}
