@@ -63,7 +63,7 @@ func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "quavon",
 		Short:         "Quavon's operator and developer CLI",
-		Long:          "Quavon reviews pull requests and fixes issues; this is its operator and developer CLI.\nSettings are QUAVON_* environment variables (see the README's configuration table).",
+		Long:          "Quavon reviews pull requests and fixes issues; this is its operator and developer CLI.\nSettings are QUAVON_* environment variables (see docs/configuration.md).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
