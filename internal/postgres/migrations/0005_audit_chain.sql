@@ -76,9 +76,13 @@ BEGIN
 	IF t IS NULL THEN
 		RAISE EXCEPTION 'audit: no tenant in this transaction' USING ERRCODE = 'insufficient_privilege';
 	END IF;
-	INSERT INTO public.audit_heads (tenant_id) VALUES (t) ON CONFLICT (tenant_id) DO NOTHING;
 	RETURN QUERY SELECT h.tenant_id, h.seq, h.hash, clock_timestamp()
-		FROM public.audit_heads h WHERE h.tenant_id = t FOR UPDATE;
+		FROM public.audit_heads h WHERE h.tenant_id = t FOR NO KEY UPDATE;
+	IF NOT FOUND THEN -- the tenant's first entry (or a first entry racing another)
+		INSERT INTO public.audit_heads (tenant_id) VALUES (t) ON CONFLICT (tenant_id) DO NOTHING;
+		RETURN QUERY SELECT h.tenant_id, h.seq, h.hash, clock_timestamp()
+			FROM public.audit_heads h WHERE h.tenant_id = t FOR NO KEY UPDATE;
+	END IF;
 END
 $$;
 ALTER FUNCTION quavon_audit_head() OWNER TO quavon_owner;
@@ -96,7 +100,7 @@ BEGIN
 		RAISE EXCEPTION 'audit_log: an entry for another tenant than the transaction''s'
 			USING ERRCODE = 'insufficient_privilege';
 	END IF;
-	SELECT * INTO h FROM public.audit_heads WHERE tenant_id = NEW.tenant_id FOR UPDATE;
+	SELECT * INTO h FROM public.audit_heads WHERE tenant_id = NEW.tenant_id FOR NO KEY UPDATE;
 	IF NOT FOUND OR NEW.seq IS DISTINCT FROM h.seq + 1 OR NEW.prev_hash IS DISTINCT FROM h.hash
 		OR NEW.hash IS NULL THEN
 		RAISE EXCEPTION 'audit_log: entry % does not extend its tenant''s chain (head at %); record entries with internal/audit',
