@@ -370,7 +370,7 @@ func TestTamperingIsFound(t *testing.T) {
 		{name: "deleted entry", seq: 3, reason: "missing: the log goes from entry 2 to entry 4", tamper: func(tn string, _ []audit.Entry) []string {
 			return []string{fmt.Sprintf(`DELETE FROM audit_log WHERE tenant_id = '%s' AND seq = 3`, tn)}
 		}},
-		{name: "deleted first entry", seq: 1, reason: "missing", tamper: func(tn string, _ []audit.Entry) []string {
+		{name: "deleted first entry", seq: 1, reason: "missing: the log starts at entry 2", tamper: func(tn string, _ []audit.Entry) []string {
 			return []string{fmt.Sprintf(`DELETE FROM audit_log WHERE tenant_id = '%s' AND seq = 1`, tn)}
 		}},
 		{name: "deleted last entry", seq: 6, reason: "the chain head is at entry 6", tamper: func(tn string, _ []audit.Entry) []string {

@@ -96,13 +96,12 @@ func Walk(ctx context.Context, tx pgx.Tx, anchor *Anchor, fn func(*Entry) error)
 	prev := Genesis
 	for rows.Next() {
 		var (
-			e          Entry
-			id         int64
-			at         time.Time
-			actorUser  *string
-			meta       string
-			prevH, h   []byte
-			chainedRow bool
+			e         Entry
+			id        int64
+			at        time.Time
+			actorUser *string
+			meta      string
+			prevH, h  []byte
 		)
 		if err := rows.Scan(&id, &e.Seq, &at, &actorUser, &e.Actor, &e.Action, &e.SubjectType, &e.SubjectID,
 			&meta, &prevH, &h); err != nil {
@@ -113,7 +112,7 @@ func Walk(ctx context.Context, tx pgx.Tx, anchor *Anchor, fn func(*Entry) error)
 		if actorUser != nil {
 			e.ActorUserID = *actorUser
 		}
-		chainedRow = h != nil
+		chainedRow := h != nil
 		if chainedRow {
 			e.PrevHash, e.Hash = hex.EncodeToString(prevH), hex.EncodeToString(h)
 		}
@@ -124,6 +123,8 @@ func Walk(ctx context.Context, tx pgx.Tx, anchor *Anchor, fn func(*Entry) error)
 			r.broken(e.Seq, id, "the tenant has entries but no chain head (audit_heads): it was removed")
 		case e.Seq > r.HeadSeq && e.Seq == want:
 			r.broken(e.Seq, id, "beyond the chain head (at entry %d): inserted around the chain", r.HeadSeq)
+		case e.Seq != want && want == 1:
+			r.broken(want, 0, "missing: the log starts at entry %d", e.Seq)
 		case e.Seq != want:
 			r.broken(want, 0, "missing: the log goes from entry %d to entry %d", want-1, e.Seq)
 		case e.Seq <= r.Unchained:
