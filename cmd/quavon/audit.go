@@ -32,7 +32,8 @@ const auditRoleHelp = `It connects with QUAVON_DATABASE_URL (and QUAVON_DATABASE
 role that may read the log: a login role that is a member of quavon_auditor
 (reads the audit log and lists tenants, nothing else: CREATE ROLE auditor LOGIN
 IN ROLE quavon_auditor), of quavon_app, or the operator's. Without --tenant it
-covers every tenant.`
+covers every tenant, and as a role that bypasses row-level security (the
+operator's) also the logs of deleted tenants.`
 
 var tenantRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 

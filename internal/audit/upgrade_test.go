@@ -69,6 +69,13 @@ func TestUpgradeKeepsEarlierEntriesUnchained(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// These tenants have no tenants row: the operator's role still finds their logs.
+	if got, err := audit.Tenants(ctx, admin); err != nil || len(got) != 2 || got[0] != tenants[0] || got[1] != tenants[1] {
+		t.Fatalf("tenants as the superuser: %v %v", got, err)
+	}
+	if got, err := audit.Tenants(ctx, app.Pool); err != nil || len(got) != 0 {
+		t.Fatalf("tenants as the service role: %v %v", got, err)
+	}
 	r, entries := walkEntries(t, cp, a, nil)
 	if !r.Intact() || r.Entries != 5 || r.Unchained != 3 || r.HeadSeq != 5 {
 		t.Fatalf("alpha: %+v %v", r, r.Break)

@@ -252,11 +252,13 @@ func ReadAnchor(rd io.Reader) (*Anchor, error) {
 }
 
 // Tenants lists every tenant (through quavon_tenants(), which the app and
-// auditor roles may call without a tenant).
+// auditor roles may call without a tenant) and, for a role that bypasses
+// row-level security (the operator's), every other tenant with a chain
+// head: the audit log of a deleted tenant stays.
 func Tenants(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
 }) ([]string, error) {
-	rows, err := q.Query(ctx, "SELECT id::text FROM quavon_tenants()")
+	rows, err := q.Query(ctx, "SELECT id::text FROM quavon_tenants() UNION SELECT tenant_id::text FROM audit_heads ORDER BY 1")
 	if err != nil {
 		return nil, fmt.Errorf("audit: tenants: %w", err)
 	}
