@@ -13,9 +13,11 @@
 //	                        create a token-broker credential and its callers line
 //	quavon dev services     PostgreSQL, Valkey and Docker with runsc for the tests
 //	quavon llm probe        check that the configured model really calls tools
+//	quavon audit verify     prove each tenant's audit hash chain intact
+//	quavon audit export     write the audit log as JSON Lines with its hashes
 //
-// Further commands (review, fix, eval, dev, doctor, admin, audit, github
-// setup) arrive with the features they drive.
+// Further commands (review, fix, eval, dev, doctor, admin, github setup)
+// arrive with the features they drive.
 package main
 
 import (
@@ -61,7 +63,7 @@ func newRoot(e *env) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "quavon",
 		Short:         "Quavon's operator and developer CLI",
-		Long:          "Quavon reviews pull requests and fixes issues; this is its operator and developer CLI.\nSettings are QUAVON_* environment variables (see the README's configuration table).",
+		Long:          "Quavon reviews pull requests and fixes issues; this is its operator and developer CLI.\nSettings are QUAVON_* environment variables (see docs/configuration.md).",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
@@ -71,7 +73,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
 	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil),
-		newDevCmd(e, nil), newLLMCmd(e, nil))
+		newDevCmd(e, nil), newLLMCmd(e, nil), newAuditCmd(e, nil))
 	return root
 }
 

@@ -62,10 +62,21 @@ var ErrNoTenant = errors.New("postgres: no tenant")
 // InTenant runs fn in one transaction with quavon.tenant_id set to tenant
 // (SET LOCAL: it ends with the transaction). fn's error rolls back.
 func (db *DB) InTenant(ctx context.Context, tenant TenantID, fn func(pgx.Tx) error) error {
+	return db.inTenant(ctx, tenant, pgx.TxOptions{}, fn)
+}
+
+// InTenantSnapshot is InTenant in a READ ONLY, REPEATABLE READ transaction:
+// every statement of fn sees the same snapshot, for reports that must be
+// consistent while writers go on (quavon audit verify).
+func (db *DB) InTenantSnapshot(ctx context.Context, tenant TenantID, fn func(pgx.Tx) error) error {
+	return db.inTenant(ctx, tenant, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+func (db *DB) inTenant(ctx context.Context, tenant TenantID, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	if tenant == "" {
 		return ErrNoTenant
 	}
-	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+	return pgx.BeginTxFunc(ctx, db.Pool, opts, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT set_config('quavon.tenant_id', $1::uuid::text, true)", string(tenant)); err != nil {
 			return fmt.Errorf("postgres: set tenant: %w", err)
 		}

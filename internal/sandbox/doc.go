@@ -1,9 +1,10 @@
 // Package sandbox is the contract between the worker, which asks for code to
 // be run, and the sandbox runner (zone Z3), which runs it: the job and result
-// types, RFC 8785 canonical JSON, signing, the pool keys and the blob key
-// derivation. It is a leaf: it links no Valkey client, so a process that only
-// needs the types does not get a transport, and its transport (package
-// valkeyq) can change without touching the contract.
+// types, signing over their RFC 8785 canonical JSON (package canonical), the
+// pool keys and the blob key derivation. It is a leaf: it links no Valkey
+// client, so a process that only needs the types does not get a transport,
+// and its transport (package valkeyq) can change without touching the
+// contract.
 //
 // A job travels as an [Envelope]: the job's RFC 8785 canonical JSON,
 // HMAC-SHA256 signed under the pool key with the domain string

@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gowebpki/jcs"
+	"github.com/quavon/quavon/internal/canonical"
 )
 
 // Signing domains: a job signature can never be replayed as a result.
@@ -44,26 +44,17 @@ type Envelope struct {
 	Payload   json.RawMessage `json:"payload"`
 }
 
-// Canonical returns the RFC 8785 canonical JSON of v.
-func Canonical(v any) ([]byte, error) {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return jcs.Transform(raw)
-}
-
-func mac(k Key, domain string, canonical []byte) []byte {
+func mac(k Key, domain string, payload []byte) []byte {
 	h := hmac.New(sha256.New, k.secret)
 	h.Write([]byte(domain))
 	h.Write([]byte{'\n'})
-	h.Write(canonical)
+	h.Write(payload)
 	return h.Sum(nil)
 }
 
 // seal signs v under the ring's current key.
 func seal(r *KeyRing, domain string, v any) ([]byte, error) {
-	c, err := Canonical(v)
+	c, err := canonical.JSON(v)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox.seal: %w", err)
 	}
@@ -93,7 +84,7 @@ func open(r *KeyRing, domain string, data []byte, maxBytes int) ([]byte, error) 
 	}
 	// Canonicalising rejects duplicate keys, bad surrogates and numbers
 	// outside I-JSON, so what is verified is what is decoded.
-	canonical, err := jcs.Transform(env.Payload)
+	c, err := canonical.Transform(env.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("%w: payload: %v", ErrMalformedEnvelope, err)
 	}
@@ -101,10 +92,10 @@ func open(r *KeyRing, domain string, data []byte, maxBytes int) ([]byte, error) 
 	if !ok {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownKey, env.KeyID)
 	}
-	if !hmac.Equal(sig, mac(k, domain, canonical)) {
+	if !hmac.Equal(sig, mac(k, domain, c)) {
 		return nil, ErrBadSignature
 	}
-	return canonical, nil
+	return c, nil
 }
 
 // decodeCanonical decodes signed canonical JSON into v strictly: unknown
@@ -112,15 +103,15 @@ func open(r *KeyRing, domain string, data []byte, maxBytes int) ([]byte, error) 
 // exact bytes, so no field can be smuggled past the struct (JSON keys are
 // case-sensitive here, unlike encoding/json's matching, and empty optional
 // fields must be omitted).
-func decodeCanonical(canonical []byte, v any) error {
-	if err := decodeStrict(canonical, v); err != nil {
+func decodeCanonical(payload []byte, v any) error {
+	if err := decodeStrict(payload, v); err != nil {
 		return err
 	}
-	again, err := Canonical(v)
+	again, err := canonical.JSON(v)
 	if err != nil {
 		return err
 	}
-	if !bytes.Equal(again, canonical) {
+	if !bytes.Equal(again, payload) {
 		return errors.New("not in canonical form: a field is mis-cased, empty where it must be omitted, or not representable")
 	}
 	return nil
@@ -128,8 +119,8 @@ func decodeCanonical(canonical []byte, v any) error {
 
 // decodeValid decodes signed canonical JSON into v and validates it; every
 // failure is ErrSchemaInvalid.
-func decodeValid(canonical []byte, v interface{ Validate() error }) error {
-	if err := decodeCanonical(canonical, v); err != nil {
+func decodeValid(payload []byte, v interface{ Validate() error }) error {
+	if err := decodeCanonical(payload, v); err != nil {
 		return fmt.Errorf("%w: %v", ErrSchemaInvalid, err)
 	}
 	if err := v.Validate(); err != nil {

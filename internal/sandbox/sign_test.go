@@ -6,99 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gowebpki/jcs"
+	"github.com/quavon/quavon/internal/canonical"
 )
-
-// TestCanonicalRFC8785Vectors runs the JCS library against the RFC 8785
-// test vectors its module ships (testdata/input → testdata/output).
-func TestCanonicalRFC8785Vectors(t *testing.T) {
-	t.Parallel()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/gowebpki/jcs").Output()
-	if err != nil {
-		t.Fatalf("locating the jcs module: %v", err)
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "testdata")
-	inputs, err := filepath.Glob(filepath.Join(dir, "input", "*.json"))
-	if err != nil || len(inputs) < 8 {
-		t.Fatalf("want the RFC 8785 vectors in %s, found %d (%v)", dir, len(inputs), err)
-	}
-	for _, in := range inputs {
-		name := filepath.Base(in)
-		raw, err := os.ReadFile(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want, err := os.ReadFile(filepath.Join(dir, "output", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := jcs.Transform(raw)
-		if err != nil {
-			t.Errorf("%s: %v", name, err)
-			continue
-		}
-		if !bytes.Equal(got, bytes.TrimRight(want, "\n")) {
-			t.Errorf("%s:\n got %s\nwant %s", name, got, want)
-		}
-	}
-}
-
-// TestCanonicalNumbersRFC8785AppendixB checks number serialisation against
-// the IEEE-754 → JSON table of RFC 8785 Appendix B.
-func TestCanonicalNumbersRFC8785AppendixB(t *testing.T) {
-	t.Parallel()
-	vectors := []struct{ bits, want string }{
-		{"0000000000000000", "0"},
-		{"8000000000000000", "0"},
-		{"0000000000000001", "5e-324"},
-		{"8000000000000001", "-5e-324"},
-		{"7fefffffffffffff", "1.7976931348623157e+308"},
-		{"ffefffffffffffff", "-1.7976931348623157e+308"},
-		{"4340000000000000", "9007199254740992"},
-		{"c340000000000000", "-9007199254740992"},
-		{"4430000000000000", "295147905179352830000"},
-		{"44b52d02c7e14af5", "9.999999999999997e+22"},
-		{"44b52d02c7e14af6", "1e+23"},
-		{"44b52d02c7e14af7", "1.0000000000000001e+23"},
-		{"444b1ae4d6e2ef4e", "999999999999999700000"},
-		{"444b1ae4d6e2ef4f", "999999999999999900000"},
-		{"444b1ae4d6e2ef50", "1e+21"},
-		{"3eb0c6f7a0b5ed8c", "9.999999999999997e-7"},
-		{"3eb0c6f7a0b5ed8d", "0.000001"},
-		{"41b3de4355555553", "333333333.3333332"},
-		{"41b3de4355555554", "333333333.33333325"},
-		{"41b3de4355555555", "333333333.3333333"},
-		{"41b3de4355555556", "333333333.3333334"},
-		{"41b3de4355555557", "333333333.33333343"},
-		{"becbf647612f3696", "-0.0000033333333333333333"},
-		{"43143ff3c1cb0959", "1424953923781206.2"},
-	}
-	for _, v := range vectors {
-		bits, err := strconv.ParseUint(v.bits, 16, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := jcs.NumberToJSON(math.Float64frombits(bits))
-		if err != nil || got != v.want {
-			t.Errorf("%s: got %q, %v; want %q", v.bits, got, err, v.want)
-		}
-	}
-	for _, bits := range []string{"7fffffffffffffff", "7ff0000000000000", "fff0000000000000"} {
-		b, _ := strconv.ParseUint(bits, 16, 64)
-		if got, err := jcs.NumberToJSON(math.Float64frombits(b)); err == nil {
-			t.Errorf("%s (NaN/Infinity) serialised as %q, want an error", bits, got)
-		}
-	}
-}
 
 func TestKeyRules(t *testing.T) {
 	t.Parallel()
@@ -164,8 +79,8 @@ func TestSignOpenRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := Canonical(job)
-	b, _ := Canonical(got)
+	a, _ := canonical.JSON(job)
+	b, _ := canonical.JSON(got)
 	if !bytes.Equal(a, b) {
 		t.Fatalf("round trip changed the job:\n%s\n%s", a, b)
 	}
@@ -191,7 +106,7 @@ func TestSignOpenRoundTrip(t *testing.T) {
 // way a forger holding the key would.
 func resign(t *testing.T, k Key, payload []byte) []byte {
 	t.Helper()
-	c, err := jcs.Transform(payload)
+	c, err := canonical.Transform(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,8 +351,8 @@ func FuzzOpenJob(f *testing.F) {
 		if err := json.Unmarshal(data, &e); err != nil {
 			t.Fatal(err)
 		}
-		c, _ := Canonical(job)
-		canon, _ := jcs.Transform(e.Payload)
+		c, _ := canonical.JSON(job)
+		canon, _ := canonical.Transform(e.Payload)
 		if !bytes.Equal(c, canon) {
 			t.Fatalf("accepted payload differs from the decoded job")
 		}

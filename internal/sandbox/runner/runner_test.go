@@ -19,6 +19,7 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 
+	"github.com/quavon/quavon/internal/canonical"
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
 	"github.com/quavon/quavon/internal/snapshot"
@@ -230,7 +231,7 @@ func TestRejectedBeforeAnyRuntimeCall(t *testing.T) {
 		return j
 	}
 	unsigned := func(j *sandbox.SandboxJob) []byte {
-		c, _ := sandbox.Canonical(j)
+		c, _ := canonical.JSON(j)
 		b, _ := json.Marshal(map[string]any{"keyId": cur.ID(), "payload": json.RawMessage(c)})
 		return b
 	}
