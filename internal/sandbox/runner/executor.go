@@ -166,7 +166,7 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 		spec.Env = append(spec.Env, pass.env...)
 		spec.Network = e.egress.Network
 	}
-	res, execErr := e.backend.Exec(ctx, spec, inR, outW)
+	res, execErr := e.backend.Exec(ctx, spec, inR, &outputSink{PipeWriter: outW, refused: outputDone})
 	outW.Close()
 	p := <-parsedC
 	out := p.out

@@ -339,8 +339,19 @@ func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.
 		_, err := io.Copy(stdout, v.conn)
 		copied <- err
 	}()
+	var refused <-chan struct{}
+	if s, ok := stdout.(runner.OutputSink); ok {
+		refused = s.Refused()
+	}
 	for {
 		select {
+		case <-refused:
+			// The parser gave up (a frame that does not verify, the caps):
+			// unknown or malformed data ends the VM (FC2).
+			res.ExitCode = killedExit
+			v.kill()
+			<-copied
+			return res, nil
 		case <-wall.C:
 			res.TimedOut, res.ExitCode = true, killedExit
 			v.kill()
@@ -590,11 +601,13 @@ func (v *vm) readPid() error {
 	return nil
 }
 
-// waitFor waits until path exists (the API socket) or the VM ends.
+// waitFor waits until the API socket at path accepts connections or the
+// VM ends.
 func (v *vm) waitFor(ctx context.Context, path string) error {
 	deadline := time.Now().Add(v.b.cfg.BootTimeout)
 	for {
-		if _, err := os.Lstat(path); err == nil {
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
 			return nil
 		}
 		select {

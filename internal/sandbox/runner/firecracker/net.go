@@ -88,24 +88,24 @@ table inet quavon {
 }
 `
 
-// cmd is one command of a plan: the program, its arguments and its input.
-type cmd struct {
+// Cmd is one command of a plan: the program, its arguments and its input.
+type Cmd struct {
 	name  string
 	args  []string
 	stdin string
 }
 
-func (c cmd) String() string { return c.name + " " + strings.Join(c.args, " ") }
+func (c Cmd) String() string { return c.name + " " + strings.Join(c.args, " ") }
 
-func (p *netPlan) nsExec(name string, args ...string) cmd {
-	return cmd{name: "ip", args: append([]string{"netns", "exec", p.NS, name}, args...)}
+func (p *netPlan) nsExec(name string, args ...string) Cmd {
+	return Cmd{name: "ip", args: append([]string{"netns", "exec", p.NS, name}, args...)}
 }
 
 // upCmds build the path, rules first: nothing is forwarded before they
 // are in place.
-func (p *netPlan) upCmds() []cmd {
+func (p *netPlan) upCmds() []Cmd {
 	ns := []string{"-n", p.NS}
-	return []cmd{
+	return []Cmd{
 		{name: "ip", args: []string{"netns", "add", p.NS}},
 		{name: "ip", args: []string{"netns", "exec", p.NS, "nft", "-f", "-"}, stdin: p.rules()},
 		p.nsExec("sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1", "net.ipv4.ip_forward=1"),
@@ -123,8 +123,8 @@ func (p *netPlan) upCmds() []cmd {
 }
 
 // cutCmds end the path: drop-all first, then the devices.
-func (p *netPlan) cutCmds() []cmd {
-	return []cmd{
+func (p *netPlan) cutCmds() []Cmd {
+	return []Cmd{
 		{name: "ip", args: []string{"netns", "exec", p.NS, "nft", "-f", "-"}, stdin: dropAll},
 		{name: "ip", args: []string{"link", "del", p.HostVeth}},
 		{name: "ip", args: []string{"-n", p.NS, "link", "del", tapName}},
@@ -132,15 +132,15 @@ func (p *netPlan) cutCmds() []cmd {
 }
 
 // downCmds remove the namespace (after the VM is gone).
-func (p *netPlan) downCmds() []cmd {
-	return []cmd{{name: "ip", args: []string{"netns", "del", p.NS}}}
+func (p *netPlan) downCmds() []Cmd {
+	return []Cmd{{name: "ip", args: []string{"netns", "del", p.NS}}}
 }
 
 // Commander runs host commands (ip, nft); tests record them.
-type Commander func(ctx context.Context, c cmd) error
+type Commander func(ctx context.Context, c Cmd) error
 
 // execCommander runs c with an empty environment.
-func execCommander(ctx context.Context, c cmd) error {
+func execCommander(ctx context.Context, c Cmd) error {
 	x := exec.CommandContext(ctx, c.name, c.args...)
 	x.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	if c.stdin != "" {
@@ -155,7 +155,7 @@ func execCommander(ctx context.Context, c cmd) error {
 // run runs every command; stopAtFirst makes the first error final (for
 // building a path), otherwise every command runs and the errors are
 // joined (for tearing one down).
-func runCmds(ctx context.Context, do Commander, cmds []cmd, stopAtFirst bool) error {
+func runCmds(ctx context.Context, do Commander, cmds []Cmd, stopAtFirst bool) error {
 	var errs []error
 	for _, c := range cmds {
 		if err := do(ctx, c); err != nil {
@@ -167,3 +167,6 @@ func runCmds(ctx context.Context, do Commander, cmds []cmd, stopAtFirst bool) er
 	}
 	return errors.Join(errs...)
 }
+
+// Stdin is what the command reads (an nft ruleset).
+func (c Cmd) Stdin() string { return c.stdin }
