@@ -143,12 +143,12 @@ func limits() sandbox.Limits {
 // job is one run through the backend with the executor's framing: input
 // written, output parsed by the runner's own parser.
 type job struct {
-	behaviour   string
-	setup, run  string
-	files       map[string]string
-	limits      sandbox.Limits
-	network     string
-	id          string
+	behaviour  string
+	setup, run string
+	files      map[string]string
+	limits     sandbox.Limits
+	network    string
+	id         string
 }
 
 type outcome struct {
