@@ -221,6 +221,9 @@ func (b *Backend) sweep(ctx context.Context) {
 // Name is the backend's name (QUAVON_SANDBOX_BACKEND).
 func (b *Backend) Name() string { return runner.BackendFirecracker }
 
+// Close releases nothing: every VM is removed when its job ends.
+func (b *Backend) Close() error { return nil }
+
 // Runtime names the pinned Firecracker and jailer versions.
 func (b *Backend) Runtime() string { return b.runtime }
 
