@@ -19,6 +19,7 @@ import (
 	"os"
 
 	"github.com/quavon/quavon/internal/sandbox/entry"
+	"github.com/quavon/quavon/internal/sandbox/entry/vm"
 )
 
 func main() {
@@ -33,8 +34,13 @@ func main() {
 }
 
 func run(ctx context.Context, args, environ []string, pid int, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 1 && args[0] == "vm" {
+		// The init of a Firecracker guest (the kernel passes what follows
+		// -- on its command line): the job comes over vsock.
+		return vm.Run(ctx)
+	}
 	if len(args) != 0 {
-		return errors.New("takes no arguments: the job comes on stdin")
+		return errors.New("takes no arguments: the job comes on stdin (or, as a microVM's init, vm)")
 	}
 	cfg := entry.DefaultConfig()
 	cfg.Env = environ

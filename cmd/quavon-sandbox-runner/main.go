@@ -3,7 +3,8 @@
 //
 // It pulls jobs from its pool's Valkey stream as the sandbox ACL user,
 // verifies each completely, runs it in a gVisor (or, in development only,
-// runc) container through the Docker Engine API and pushes a signed result.
+// runc) container through the Docker Engine API, a Firecracker microVM or a
+// Kubernetes pod with runtimeClassName gvisor, and pushes a signed result.
 // It holds the pool key and its Valkey password, nothing else: no database,
 // no tokens, no model keys, and it listens on no port.
 package main
@@ -18,6 +19,7 @@ import (
 	"syscall"
 
 	runnerapp "github.com/quavon/quavon/internal/app/runner"
+	kubeapp "github.com/quavon/quavon/internal/app/runner/kube"
 	"github.com/quavon/quavon/internal/config"
 )
 
@@ -38,7 +40,9 @@ func run(ctx context.Context, environ []string, logOut io.Writer) error {
 	if err != nil {
 		return err
 	}
-	s, err := runnerapp.New(ctx, cfg, log)
+	openers := runnerapp.DefaultOpeners()
+	openers[config.BackendKubeGVisor] = kubeapp.Open
+	s, err := runnerapp.New(ctx, cfg, log, openers)
 	if err != nil {
 		return err
 	}

@@ -25,9 +25,12 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/quavon/quavon/internal/hostname"
 	"github.com/quavon/quavon/internal/secretfile"
@@ -104,6 +107,33 @@ type Runner struct {
 	EgressHostProxy bool
 }
 
+// BackendSettings are the settings of the firecracker and kube-gvisor backends
+// (quavon-sandbox-runner only).
+type BackendSettings struct {
+	Firecracker Firecracker
+	Kube        Kube
+}
+
+// Firecracker configures the firecracker backend.
+type Firecracker struct {
+	KVMDevice    string
+	Lock         string // vm-images.lock.json
+	ChrootBase   string
+	UIDFirst     int // the uid (= gid) range, inclusive
+	UIDLast      int
+	CgroupParent string
+	BootTimeout  time.Duration
+}
+
+// Kube configures the kube-gvisor backend.
+type Kube struct {
+	Kubeconfig     string // empty: in-cluster
+	Namespace      string
+	RuntimeClass   string
+	StartTimeout   time.Duration
+	SeccompProfile string // empty: RuntimeDefault
+}
+
 // GitHub is the code host's endpoints.
 type GitHub struct {
 	APIURL, GraphQLURL string
@@ -156,6 +186,7 @@ type (
 		SandboxKeys SandboxKeys
 		Snapshots   Snapshots
 		Runner      Runner
+		Backends    BackendSettings
 	}
 	// EgressConfig is quavon-sandbox-egress's view.
 	EgressConfig struct {
@@ -225,7 +256,7 @@ func LoadRunner(environ []string) (RunnerConfig, error) {
 	}
 	core := r.core()
 	c := RunnerConfig{Core: core, Valkey: r.valkey(), Pool: r.pool(), SandboxKeys: r.sandboxKeys(), Snapshots: r.snapshots(),
-		Runner: r.runner(core)}
+		Runner: r.runner(core), Backends: r.backends()}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -483,6 +514,72 @@ func (r *reader) runner(core Core) Runner {
 		}
 	}
 	return c
+}
+
+func (r *reader) duration(name string, lo, hi time.Duration) time.Duration {
+	d, err := time.ParseDuration(r.vals[name])
+	if err != nil || d < lo || d > hi {
+		r.fail("%s %q: want a duration from %s to %s", name, r.vals[name], lo, hi)
+	}
+	return d
+}
+
+// absPath accepts a clean absolute path (or, when optional, nothing).
+func (r *reader) absPath(name string, optional bool) string {
+	v := r.vals[name]
+	if v == "" && optional {
+		return ""
+	}
+	if !strings.HasPrefix(v, "/") || path.Clean(v) != v {
+		r.fail("%s %q: want a clean absolute path", name, v)
+	}
+	return v
+}
+
+var k8sNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
+func (r *reader) backends() BackendSettings {
+	fc := Firecracker{
+		KVMDevice:    r.absPath("QUAVON_SANDBOX_KVM_DEVICE", false),
+		Lock:         r.absPath("QUAVON_SANDBOX_FIRECRACKER_LOCK", false),
+		ChrootBase:   r.absPath("QUAVON_SANDBOX_FIRECRACKER_CHROOT_BASE", false),
+		CgroupParent: r.vals["QUAVON_SANDBOX_FIRECRACKER_CGROUP_PARENT"],
+		BootTimeout:  r.duration("QUAVON_SANDBOX_FIRECRACKER_BOOT_TIMEOUT", time.Second, 10*time.Minute),
+	}
+	if fc.ChrootBase == "/" {
+		r.fail("QUAVON_SANDBOX_FIRECRACKER_CHROOT_BASE must not be /")
+	}
+	lo, hi, ok := strings.Cut(r.vals["QUAVON_SANDBOX_FIRECRACKER_UID_RANGE"], "-")
+	first, err1 := strconv.Atoi(lo)
+	last, err2 := strconv.Atoi(hi)
+	// Below 65536+1 would collide with system and sandbox users (65532).
+	if !ok || err1 != nil || err2 != nil || first <= 65536 || last < first || last > 1<<31-2 {
+		r.fail("QUAVON_SANDBOX_FIRECRACKER_UID_RANGE %q: want FIRST-LAST above 65536, e.g. 900000-900999", r.vals["QUAVON_SANDBOX_FIRECRACKER_UID_RANGE"])
+	}
+	fc.UIDFirst, fc.UIDLast = first, last
+	for _, seg := range strings.Split(fc.CgroupParent, "/") {
+		if seg == "" || seg == "." || seg == ".." || !k8sNameRE.MatchString(seg) {
+			r.fail("QUAVON_SANDBOX_FIRECRACKER_CGROUP_PARENT %q: want a relative path of [a-z0-9-] names", fc.CgroupParent)
+			break
+		}
+	}
+	k := Kube{
+		Kubeconfig:     r.absPath("QUAVON_SANDBOX_KUBECONFIG", true),
+		Namespace:      r.vals["QUAVON_SANDBOX_KUBE_NAMESPACE"],
+		RuntimeClass:   r.vals["QUAVON_SANDBOX_KUBE_RUNTIME_CLASS"],
+		StartTimeout:   r.duration("QUAVON_SANDBOX_KUBE_START_TIMEOUT", time.Second, time.Hour),
+		SeccompProfile: r.vals["QUAVON_SANDBOX_KUBE_SECCOMP_PROFILE"],
+	}
+	if !k8sNameRE.MatchString(k.Namespace) {
+		r.fail("QUAVON_SANDBOX_KUBE_NAMESPACE %q: want a Kubernetes name", k.Namespace)
+	}
+	if !k8sNameRE.MatchString(k.RuntimeClass) {
+		r.fail("QUAVON_SANDBOX_KUBE_RUNTIME_CLASS %q: want a Kubernetes name", k.RuntimeClass)
+	}
+	if p := k.SeccompProfile; p != "" && (strings.HasPrefix(p, "/") || path.Clean(p) != p || strings.HasPrefix(p, "..")) {
+		r.fail("QUAVON_SANDBOX_KUBE_SECCOMP_PROFILE %q: want a path relative to the kubelet's seccomp directory", p)
+	}
+	return BackendSettings{Firecracker: fc, Kube: k}
 }
 
 func (r *reader) listenAddr(name string) string {

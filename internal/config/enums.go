@@ -37,9 +37,12 @@ const (
 	BackendRunsc        Backend = "docker-runsc"
 	BackendRuncInsecure Backend = "docker-runc-insecure"
 	BackendFirecracker  Backend = "firecracker"
+	// BackendKubeGVisor runs each job as a Kubernetes pod with
+	// runtimeClassName gvisor (containerd's runsc handler).
+	BackendKubeGVisor Backend = "kube-gvisor"
 )
 
-var backends = []Backend{BackendRunsc, BackendRuncInsecure, BackendFirecracker}
+var backends = []Backend{BackendRunsc, BackendRuncInsecure, BackendFirecracker, BackendKubeGVisor}
 
 // Backends lists the known backends.
 func Backends() []Backend { return slices.Clone(backends) }

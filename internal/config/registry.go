@@ -41,12 +41,16 @@ const (
 	gSandboxKeys group = "sandbox keys"
 	gSnapshot    group = "snapshots"
 	gRunner      group = "runner"
-	gEgress      group = "egress proxy"
-	gAPI         group = "api"
-	gGitHub      group = "github"
-	gBroker      group = "broker"
-	gFixCaps     group = "fix caps"
-	gLLM         group = "model"
+	// gBackends are the Firecracker and Kubernetes backends' settings:
+	// quavon-sandbox-runner only (quavon scan drives the local Docker
+	// Engine).
+	gBackends group = "runner backends"
+	gEgress   group = "egress proxy"
+	gAPI      group = "api"
+	gGitHub   group = "github"
+	gBroker   group = "broker"
+	gFixCaps  group = "fix caps"
+	gLLM      group = "model"
 )
 
 var serviceGroups = map[Service][]group{
@@ -55,7 +59,7 @@ var serviceGroups = map[Service][]group{
 	// the worker, the sandbox groups with the features that use them.
 	ServiceAPI:     {gCore, gDatabase, gAPI},
 	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM},
-	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner},
+	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
 	ServiceScan:    {gCore, gSnapshot, gRunner},
@@ -106,7 +110,7 @@ var registry = []Setting{
 	{Name: "QUAVON_SANDBOX_MAX_SNAPSHOT_BYTES", Default: "134217728", group: gSnapshot, Doc: "largest compressed snapshot"},
 	{Name: "QUAVON_SANDBOX_MAX_SNAPSHOT_ENTRIES", Default: "50000", group: gSnapshot, Doc: "most files and directories in one snapshot"},
 
-	{Name: "QUAVON_SANDBOX_BACKEND", Default: string(BackendRunsc), group: gRunner, Doc: "`docker-runsc`, `docker-runc-insecure` (development only, with `QUAVON_SANDBOX_ALLOW_INSECURE=true`), `firecracker` (not in this build)"},
+	{Name: "QUAVON_SANDBOX_BACKEND", Default: string(BackendRunsc), group: gRunner, Doc: "`docker-runsc`, `docker-runc-insecure` (development only, with `QUAVON_SANDBOX_ALLOW_INSECURE=true`), `firecracker` (KVM hosts; refused without a usable `/dev/kvm`), `kube-gvisor` (Kubernetes pods with `runtimeClassName: gvisor`)"},
 	{Name: "QUAVON_SANDBOX_ALLOW_INSECURE", Default: "false", group: gRunner, Doc: "allows `docker-runc-insecure` outside production"},
 	{Name: "QUAVON_SANDBOX_RUNSC_PLATFORM", Default: string(PlatformSystrap), group: gRunner, Doc: "must equal the `--platform` of the engine's runsc runtime"},
 	{Name: "QUAVON_SANDBOX_IMAGES_LOCK", Default: "/etc/quavon/images.lock.json", group: gRunner, Doc: "image lockfile (read-only)"},
@@ -118,6 +122,18 @@ var registry = []Setting{
 	{Name: "QUAVON_SANDBOX_EGRESS_NETWORK", Default: "quavon-sandbox-egress", group: gRunner, Doc: "internal Docker network shared with the proxy (created if missing)"},
 	{Name: "QUAVON_SANDBOX_EGRESS_PROXY", group: gRunner, Doc: "the proxy's `ip:port` on that network"},
 	{Name: "QUAVON_SANDBOX_EGRESS_HOST_PROXY", Default: "false", group: gRunner, Doc: "development only: the proxy listens on the host at the network's gateway; refused in production and enterprise"},
+
+	{Name: "QUAVON_SANDBOX_KVM_DEVICE", Default: "/dev/kvm", group: gBackends, Doc: "firecracker: the KVM device; the runner refuses to start unless it opens read-write and answers KVM's API version"},
+	{Name: "QUAVON_SANDBOX_FIRECRACKER_LOCK", Default: "/etc/quavon/vm-images.lock.json", group: gBackends, Doc: "firecracker: Firecracker, jailer, guest kernel and one ext4 rootfs per image class, each by path and SHA-256 (`deploy/images/build --rootfs`)"},
+	{Name: "QUAVON_SANDBOX_FIRECRACKER_CHROOT_BASE", Default: "/srv/jailer", group: gBackends, Doc: "firecracker: the jailer's `--chroot-base-dir`; one chroot per VM below it, removed after every run"},
+	{Name: "QUAVON_SANDBOX_FIRECRACKER_UID_RANGE", Default: "900000-900999", group: gBackends, Doc: "firecracker: uids (= gids) the jailer runs VMs as, one per running VM, never shared; no other user may own them"},
+	{Name: "QUAVON_SANDBOX_FIRECRACKER_CGROUP_PARENT", Default: "quavon-sandbox", group: gBackends, Doc: "firecracker: cgroup v2 parent (`--parent-cgroup`) of every VM's cgroup"},
+	{Name: "QUAVON_SANDBOX_FIRECRACKER_BOOT_TIMEOUT", Default: "30s", group: gBackends, Doc: "firecracker: how long a VM may take until its entry program connects over vsock"},
+	{Name: "QUAVON_SANDBOX_KUBECONFIG", group: gBackends, Doc: "kube-gvisor: kubeconfig file of the runner's service account (empty: in-cluster configuration)"},
+	{Name: "QUAVON_SANDBOX_KUBE_NAMESPACE", Default: "quavon-sandbox", group: gBackends, Doc: "kube-gvisor: the namespace sandbox pods run in (nothing else should)"},
+	{Name: "QUAVON_SANDBOX_KUBE_RUNTIME_CLASS", Default: "gvisor", group: gBackends, Doc: "kube-gvisor: the RuntimeClass of containerd's runsc handler; it must exist"},
+	{Name: "QUAVON_SANDBOX_KUBE_START_TIMEOUT", Default: "2m", group: gBackends, Doc: "kube-gvisor: how long a pod may take to be scheduled, pull its image and start"},
+	{Name: "QUAVON_SANDBOX_KUBE_SECCOMP_PROFILE", group: gBackends, Doc: "kube-gvisor: a `Localhost` seccomp profile path on the node (Quavon's `seccomp.json`); empty: `RuntimeDefault`"},
 
 	{Name: "QUAVON_EGRESS_LISTEN", Default: ":3128", group: gEgress, Doc: "where `quavon-sandbox-egress` listens"},
 

@@ -61,12 +61,15 @@ var rejectReasons = []RejectReason{
 // SandboxResult is what a runner reports for one job. Artefacts are
 // untrusted text produced by repository code.
 type SandboxResult struct {
-	JobID           string            `json:"jobId"`
-	RunnerID        string            `json:"runnerId"`
-	Status          ResultStatus      `json:"status"`
-	RejectReason    RejectReason      `json:"rejectReason,omitempty"`
-	Error           string            `json:"error,omitempty"`
-	ImageDigest     string            `json:"imageDigest,omitempty"`
+	JobID        string       `json:"jobId"`
+	RunnerID     string       `json:"runnerId"`
+	Status       ResultStatus `json:"status"`
+	RejectReason RejectReason `json:"rejectReason,omitempty"`
+	Error        string       `json:"error,omitempty"`
+	ImageDigest  string       `json:"imageDigest,omitempty"`
+	// Runtime names the sandbox runtime and its pinned version, e.g.
+	// "firecracker 1.13.1 (jailer 1.13.1)" or "runsc".
+	Runtime         string            `json:"runtime,omitempty"`
 	ExitCode        int               `json:"exitCode"`
 	DurationMillis  int64             `json:"durationMillis"`
 	OutputTruncated bool              `json:"outputTruncated,omitempty"`
@@ -122,6 +125,9 @@ func (r *SandboxResult) Validate() error {
 	}
 	if len(r.Error) > maxErrorBytes || !utf8.ValidString(r.Error) {
 		bad("error: want at most %d bytes of UTF-8", maxErrorBytes)
+	}
+	if len(r.Runtime) > 64 || !utf8.ValidString(r.Runtime) {
+		bad("runtime: want at most 64 bytes of UTF-8")
 	}
 	if r.ImageDigest != "" && !digestRE.MatchString(r.ImageDigest) {
 		bad("imageDigest: want [repository@]sha256:<64 hex>")

@@ -1,9 +1,15 @@
 // Package runner is the one assembly of the sandbox runner
-// (quavon-sandbox-runner): the backend policy, the Docker backend, the image
+// (quavon-sandbox-runner): the backend policy, the backends (Docker,
+// Firecracker; Kubernetes from internal/app/runner/kube), the image
 // lockfile, the pool's Valkey transport (jobs, blobs, replay guard, egress
 // grants), the executor and the job loop, wired once. The binary (New), the
 // in-process runner of `quavon scan` and the tests (StartLocal) all go
 // through Build.
+//
+// The binary selects its backend from QUAVON_SANDBOX_BACKEND among the
+// Openers it was built with; the Kubernetes backend's opener lives in its
+// own package so that client-go is linked by quavon-sandbox-runner only,
+// never by the quavon CLI, which links this package for `quavon scan`.
 package runner
 
 import (
@@ -23,6 +29,7 @@ import (
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
 	"github.com/quavon/quavon/internal/sandbox/runner/docker"
+	"github.com/quavon/quavon/internal/sandbox/runner/firecracker"
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/snapshot"
 	qvalkey "github.com/quavon/quavon/internal/valkey"
@@ -126,19 +133,75 @@ func OpenBackend(ctx context.Context, core config.Core, rc config.Runner, log *s
 	if err := checkBackend(core, rc, log); err != nil {
 		return nil, err
 	}
+	if rc.Backend != config.BackendRunsc && rc.Backend != config.BackendRuncInsecure {
+		return nil, fmt.Errorf("%s: this mode runs on the local Docker Engine only (docker-runsc or docker-runc-insecure)", rc.Backend)
+	}
 	return openDocker(ctx, rc)
 }
 
+// Opened is a backend the runner binary serves jobs on.
+type Opened interface {
+	runner.Backend
+	Runtime() string
+	Close() error
+}
+
+// Opener opens one backend from the runner's configuration.
+type Opener func(ctx context.Context, cfg config.RunnerConfig, images *runner.Lockfile, log *slog.Logger) (Opened, error)
+
+// Openers are the backends a build of the runner can open.
+type Openers map[config.Backend]Opener
+
+// DefaultOpeners are the backends of this package: Docker (gVisor, and runc
+// for development) and Firecracker.
+func DefaultOpeners() Openers {
+	dockerOpener := func(ctx context.Context, cfg config.RunnerConfig, _ *runner.Lockfile, _ *slog.Logger) (Opened, error) {
+		return openDocker(ctx, cfg.Runner)
+	}
+	return Openers{config.BackendRunsc: dockerOpener, config.BackendRuncInsecure: dockerOpener, config.BackendFirecracker: openFirecracker}
+}
+
+func openFirecracker(ctx context.Context, cfg config.RunnerConfig, images *runner.Lockfile, log *slog.Logger) (Opened, error) {
+	fc := cfg.Backends.Firecracker
+	lock, err := firecracker.LoadLock(fc.Lock)
+	if err != nil {
+		return nil, err
+	}
+	var proxy netip.AddrPort
+	if len(cfg.Runner.Registries) > 0 {
+		if proxy, err = netip.ParseAddrPort(cfg.Runner.EgressProxy); err != nil {
+			return nil, fmt.Errorf("QUAVON_SANDBOX_REGISTRIES needs QUAVON_SANDBOX_EGRESS_PROXY (ip:port of the proxy): %w", err)
+		}
+	}
+	return firecracker.New(ctx, firecracker.Config{Lock: lock, Images: images, KVMDevice: fc.KVMDevice, ChrootBase: fc.ChrootBase,
+		UIDFirst: fc.UIDFirst, UIDLast: fc.UIDLast, CgroupParent: fc.CgroupParent, BootTimeout: fc.BootTimeout,
+		EgressProxy: proxy, Log: log})
+}
+
+// policy is the backend policy of the runner binary: the firecracker
+// backend's KVM device is probed before anything else happens.
+func policy(cfg config.RunnerConfig) runner.BackendPolicy {
+	return runner.BackendPolicy{
+		Backend: string(cfg.Runner.Backend), Production: cfg.Env == config.Production,
+		Enterprise: cfg.Edition == config.Enterprise, AllowInsecure: cfg.Runner.AllowInsecure,
+		KVM: func() error { return firecracker.ProbeKVM(cfg.Backends.Firecracker.KVMDevice) },
+	}
+}
+
 func checkBackend(core config.Core, rc config.Runner, log *slog.Logger) error {
-	warning, err := runner.BackendPolicy{
+	return checkPolicy(runner.BackendPolicy{
 		Backend: string(rc.Backend), Production: core.Env == config.Production,
 		Enterprise: core.Edition == config.Enterprise, AllowInsecure: rc.AllowInsecure,
-	}.Check()
+	}, log)
+}
+
+func checkPolicy(p runner.BackendPolicy, log *slog.Logger) error {
+	warning, err := p.Check()
 	if err != nil {
 		return err
 	}
 	if warning != "" {
-		log.Warn(warning, slog.String("backend", string(rc.Backend)))
+		log.Warn(warning, slog.String("backend", p.Backend))
 	}
 	return nil
 }
@@ -177,9 +240,11 @@ func ID(rc config.Runner) string {
 	return id
 }
 
-// New builds the runner from its configuration. It refuses to start (before
-// touching Valkey or Docker) on a configuration that must never run.
-func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger) (_ *Service, err error) {
+// New builds the runner from its configuration with the backend openers
+// of this build. It refuses to start (before touching Valkey or the
+// runtime) on a configuration that must never run, and on a backend this
+// build cannot open.
+func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger, openers Openers) (_ *Service, err error) {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -190,9 +255,14 @@ func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger) (_ *Ser
 	if err != nil {
 		return nil, err
 	}
-	// The policy first: a refused backend never reaches the key or Docker.
-	if err := checkBackend(cfg.Core, cfg.Runner, log); err != nil {
+	// The policy first: a refused backend never reaches the key or the
+	// runtime.
+	if err := checkPolicy(policy(cfg), log); err != nil {
 		return nil, err
+	}
+	open, ok := openers[cfg.Runner.Backend]
+	if !ok {
+		return nil, fmt.Errorf("QUAVON_SANDBOX_BACKEND=%s is not in this build of the runner", cfg.Runner.Backend)
 	}
 	keys, err := sandbox.LoadKeyRing(cfg.SandboxKeys.SigningKeyFile, cfg.SandboxKeys.PreviousKeysFile)
 	if err != nil {
@@ -213,7 +283,7 @@ func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger) (_ *Ser
 		return nil, err
 	}
 	s.closers = append(s.closers, func() error { vk.Close(); return nil })
-	backend, err := openDocker(ctx, cfg.Runner)
+	backend, err := open(ctx, cfg, images, log)
 	if err != nil {
 		return nil, err
 	}
@@ -224,8 +294,12 @@ func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger) (_ *Ser
 		if err != nil {
 			return nil, fmt.Errorf("QUAVON_SANDBOX_REGISTRIES needs QUAVON_SANDBOX_EGRESS_PROXY (ip:port of the proxy): %w", err)
 		}
-		if err := backend.EnsureEgressNetwork(ctx, cfg.Runner.EgressNetwork); err != nil {
-			return nil, err
+		if n, ok := backend.(interface {
+			EnsureEgressNetwork(context.Context, string) error
+		}); ok {
+			if err := n.EnsureEgressNetwork(ctx, cfg.Runner.EgressNetwork); err != nil {
+				return nil, err
+			}
 		}
 		eg = &runner.EgressConfig{Registries: cfg.Runner.Registries, Network: cfg.Runner.EgressNetwork, Proxy: proxy,
 			HostProxy: cfg.Runner.EgressHostProxy}

@@ -61,3 +61,20 @@ func ContainerEnv(job *sandbox.SandboxJob) []string {
 	}
 	return env
 }
+
+// OutputSink is what a backend's Exec writes the sandbox's output to, when
+// it wants to know more than whether the next write fails: Refused is
+// closed as soon as the parser has stopped reading (a frame that does not
+// verify, the raw cap), so the backend can end the sandbox at once rather
+// than at the sandbox's next write or its wall clock.
+type OutputSink interface {
+	io.Writer
+	Refused() <-chan struct{}
+}
+
+type outputSink struct {
+	*io.PipeWriter
+	refused <-chan struct{}
+}
+
+func (s *outputSink) Refused() <-chan struct{} { return s.refused }

@@ -166,7 +166,7 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 		spec.Env = append(spec.Env, pass.env...)
 		spec.Network = e.egress.Network
 	}
-	res, execErr := e.backend.Exec(ctx, spec, inR, outW)
+	res, execErr := e.backend.Exec(ctx, spec, inR, &outputSink{PipeWriter: outW, refused: outputDone})
 	outW.Close()
 	p := <-parsedC
 	out := p.out
@@ -176,6 +176,9 @@ func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.S
 		slog.Int64("output_bytes", out.RawBytes), slog.Bool("timed_out", res.TimedOut), slog.Bool("oom_killed", res.OOMKilled))
 	result := verdict(out, p.err, res, limits)
 	result.ImageDigest = ref
+	if rt, ok := e.backend.(interface{ Runtime() string }); ok {
+		result.Runtime = rt.Runtime()
+	}
 	switch {
 	case errors.Is(p.err, frame.ErrTampered):
 		e.log.Warn("sandbox output refused: a frame did not verify", slog.String("job_id", job.ID))

@@ -10,6 +10,7 @@ const (
 	BackendRunsc        = "docker-runsc"
 	BackendRuncInsecure = "docker-runc-insecure"
 	BackendFirecracker  = "firecracker"
+	BackendKubeGVisor   = "kube-gvisor"
 )
 
 // BackendPolicy is where the runner decides whether it may start at all.
@@ -17,13 +18,19 @@ const (
 // docker-runsc (gVisor) is always allowed. docker-runc-insecure gives
 // container isolation only: it is refused in production and in the
 // enterprise edition, and elsewhere needs QUAVON_SANDBOX_ALLOW_INSECURE=true,
-// and then comes with a warning to log loudly. firecracker is recognised
-// but not in this build. Nothing ever falls back to another backend.
+// and then comes with a warning to log loudly. firecracker needs a usable
+// KVM device: KVM probes it, and without a probe or with a failing one the
+// runner refuses to start. kube-gvisor (pods with runtimeClassName gvisor)
+// is allowed like docker-runsc. Nothing ever falls back to another
+// backend.
 type BackendPolicy struct {
 	Backend       string
 	Production    bool
 	Enterprise    bool
 	AllowInsecure bool
+	// KVM checks the KVM device (firecracker.ProbeKVM); nil refuses
+	// firecracker.
+	KVM func() error
 }
 
 // Check returns a warning to log (insecure mode) or why the runner must
@@ -43,7 +50,15 @@ func (p BackendPolicy) Check() (warning string, err error) {
 		}
 		return "INSECURE SANDBOX: docker-runc-insecure runs repository code with container isolation only (runc, shared kernel); never use it for code you do not trust", nil
 	case BackendFirecracker:
-		return "", errors.New("the firecracker backend is not in this build")
+		if p.KVM == nil {
+			return "", errors.New("the firecracker backend needs a KVM check, and this mode has none: refused")
+		}
+		if err := p.KVM(); err != nil {
+			return "", fmt.Errorf("the firecracker backend needs a usable KVM device: %w; refusing to start (never a fallback to another backend)", err)
+		}
+		return "", nil
+	case BackendKubeGVisor:
+		return "", nil
 	}
-	return "", fmt.Errorf("sandbox backend %q: want docker-runsc, docker-runc-insecure or firecracker", p.Backend)
+	return "", fmt.Errorf("sandbox backend %q: want docker-runsc, docker-runc-insecure, firecracker or kube-gvisor", p.Backend)
 }

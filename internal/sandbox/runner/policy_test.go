@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -18,7 +19,10 @@ func TestBackendPolicy(t *testing.T) {
 		{BackendPolicy{Backend: BackendRuncInsecure}, "QUAVON_SANDBOX_ALLOW_INSECURE", false},
 		{BackendPolicy{Backend: BackendRuncInsecure, Production: true, AllowInsecure: true}, "production", false},
 		{BackendPolicy{Backend: BackendRuncInsecure, Enterprise: true, AllowInsecure: true}, "enterprise", false},
-		{BackendPolicy{Backend: BackendFirecracker}, "not in this build", false},
+		{BackendPolicy{Backend: BackendFirecracker}, "needs a KVM check", false},
+		{BackendPolicy{Backend: BackendFirecracker, KVM: func() error { return errors.New("/dev/kvm does not exist") }}, "never a fallback", false},
+		{BackendPolicy{Backend: BackendFirecracker, KVM: func() error { return nil }, Production: true, Enterprise: true}, "", false},
+		{BackendPolicy{Backend: BackendKubeGVisor, Production: true, Enterprise: true}, "", false},
 		{BackendPolicy{Backend: "docker"}, "want docker-runsc", false},
 		{BackendPolicy{Backend: ""}, "want docker-runsc", false},
 	}

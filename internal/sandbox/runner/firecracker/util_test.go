@@ -1,0 +1,5 @@
+package firecracker_test
+
+import "time"
+
+func sleep() { time.Sleep(10 * time.Millisecond) }
