@@ -155,7 +155,7 @@ type rawPayload struct {
 	Changes     struct {
 		NewIssue      *rawIssue      `json:"new_issue"`
 		NewRepository *rawRepository `json:"new_repository"`
-		Repository struct {
+		Repository    struct {
 			Name struct {
 				From string `json:"from"`
 			} `json:"name"`
