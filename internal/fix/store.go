@@ -469,3 +469,66 @@ func Active(ctx context.Context, tx pgx.Tx, repositoryID string, number int) ([]
 	}
 	return out, rows.Err()
 }
+
+// EndFilter selects the unfinished runs of one issue or pull request that
+// an event ends.
+type EndFilter struct {
+	RepositoryID string
+	Number       int
+	Subject      Subject
+	// Delivery, when set, ends only runs delivered so (commit: a moved
+	// head makes the compare-and-swap impossible, FX16).
+	Delivery Delivery
+	// ReviewedHead, when set, ends only runs working on that commit (their
+	// base, or for a queued review fix its review run's head).
+	ReviewedHead string
+}
+
+// ends maps each unfinished state to where an event that takes the run's
+// subject away moves it. publishing is the publisher's: its §7 re-checks
+// decide.
+var ends = map[Status]Status{
+	StatusQueued:           StatusIneligible,
+	StatusRunning:          StatusFailed,
+	StatusAwaitingApproval: StatusExpired,
+	StatusApproved:         StatusFailed,
+}
+
+// EndActive moves every unfinished run f selects (except those
+// publishing) to its end with reason: queued → ineligible, running →
+// failed, awaiting_approval → expired, approved → failed. An agent still
+// working on a run it ended finds it terminal at its next move and stops.
+// It returns the ended runs.
+func EndActive(ctx context.Context, tx pgx.Tx, f EndFilter, reason, detail string) ([]*Run, error) {
+	if f.RepositoryID == "" || f.Number < 1 || (f.Subject != SubjectIssue && f.Subject != SubjectPullRequest) {
+		return nil, fmt.Errorf("fix.EndActive: %w: repository, number and subject are required", ErrInvalid)
+	}
+	rows, err := tx.Query(ctx, `SELECT f.id::text FROM fix_runs f LEFT JOIN review_runs r ON r.id = f.review_run_id
+		WHERE f.repository_id = $1 AND f.number = $2 AND f.subject = $3 AND f.finished_at IS NULL AND f.status <> 'publishing'
+			AND ($4::text = '' OR f.delivery = $4::text) AND ($5::text = '' OR coalesce(f.base_sha, r.head_sha) = $5::text)
+		ORDER BY f.created_at FOR UPDATE OF f`, f.RepositoryID, f.Number, f.Subject, string(f.Delivery), f.ReviewedHead)
+	if err != nil {
+		return nil, fmt.Errorf("fix.EndActive: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("fix.EndActive: %w", err)
+	}
+	var out []*Run
+	for _, id := range ids {
+		cur, err := Get(ctx, tx, id)
+		if err != nil {
+			return nil, err
+		}
+		to, ok := ends[cur.Status]
+		if !ok {
+			continue
+		}
+		r, err := Transition(ctx, tx, id, to, Why{Reason: reason, Detail: detail})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
