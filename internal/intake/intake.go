@@ -3,8 +3,8 @@
 // tenant, each delivery recorded once in the transaction that applies it;
 // and the repository events the worker acts on, each stored with its River
 // job in that same transaction (events.go). quavon-api's webhook handler
-// verifies and parses; everything that touches the database is here, and
-// the worker's handlers of the stored events too (work.go).
+// verifies and parses; everything it writes to the database is here. The
+// worker's handlers of the stored events are internal/intake/handle.
 package intake
 
 import (

@@ -1,4 +1,8 @@
-package intake
+// Package handle is the worker's side of webhook intake: the River
+// workers that apply the events internal/intake stored. It is apart from
+// intake so that quavon-api, which stores events and inserts their jobs,
+// links none of the run stores.
+package handle
 
 import (
 	"context"
@@ -13,12 +17,13 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/quavon/quavon/internal/fix"
+	"github.com/quavon/quavon/internal/intake"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/review"
 )
 
-// The worker's handlers of stored events. Each applies its event in one
+// Each handler applies its event in one
 // tenant transaction that also completes the River job (JobCompleteTx):
 // the event is applied exactly once, or not at all. A handler interrupted
 // (shutdown, a lost connection) rolls back whole and its job fails with
@@ -47,7 +52,7 @@ type storedEvent struct {
 	Event        string
 	Action       string
 	Number       int
-	Data         EventData
+	Data         intake.EventData
 	Processed    bool
 }
 
@@ -74,7 +79,7 @@ func loadEvent(ctx context.Context, tx pgx.Tx, id string) (*storedEvent, error) 
 
 // handle loads the event of a, applies it once and completes the job, all
 // in one tenant transaction.
-func handle[T river.JobArgs](ctx context.Context, db *postgres.DB, a EventArgs, job *river.Job[T],
+func handle[T river.JobArgs](ctx context.Context, db *postgres.DB, a intake.EventArgs, job *river.Job[T],
 	apply func(context.Context, pgx.Tx, *storedEvent) (string, error)) error {
 	if a.TenantID == "" || a.EventID == "" {
 		return river.JobCancel(errors.New("job without tenant or event"))
@@ -100,7 +105,9 @@ func handle[T river.JobArgs](ctx context.Context, db *postgres.DB, a EventArgs, 
 		return err
 	})
 	if err != nil && ctx.Err() != nil {
-		return fmt.Errorf("interrupted (%v) before the event was applied; nothing of it was kept: %w", context.Cause(ctx), err)
+		// Not wrapped: River records this attempt as failed with the
+		// reason (and retries it), rather than silently requeueing it.
+		return fmt.Errorf("interrupted (%v) before the event was applied; nothing of it was kept (%v)", context.Cause(ctx), err)
 	}
 	return err
 }
@@ -138,13 +145,13 @@ func endReviews(ctx context.Context, tx pgx.Tx, ids []string, reason string) err
 
 // PullRequestEventWorker applies pull_request events (queue review).
 type PullRequestEventWorker struct {
-	river.WorkerDefaults[PullRequestEventArgs]
+	river.WorkerDefaults[intake.PullRequestEventArgs]
 	DB *postgres.DB
 }
 
 // Work applies one event.
-func (w *PullRequestEventWorker) Work(ctx context.Context, job *river.Job[PullRequestEventArgs]) error {
-	return handle(ctx, w.DB, EventArgs(job.Args), job, applyPullRequest)
+func (w *PullRequestEventWorker) Work(ctx context.Context, job *river.Job[intake.PullRequestEventArgs]) error {
+	return handle(ctx, w.DB, intake.EventArgs(job.Args), job, applyPullRequest)
 }
 
 func applyPullRequest(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error) {
@@ -181,13 +188,13 @@ func applyPullRequest(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, 
 
 // IssueEventWorker applies issues events (queue fix).
 type IssueEventWorker struct {
-	river.WorkerDefaults[IssueEventArgs]
+	river.WorkerDefaults[intake.IssueEventArgs]
 	DB *postgres.DB
 }
 
 // Work applies one event.
-func (w *IssueEventWorker) Work(ctx context.Context, job *river.Job[IssueEventArgs]) error {
-	return handle(ctx, w.DB, EventArgs(job.Args), job, applyIssue)
+func (w *IssueEventWorker) Work(ctx context.Context, job *river.Job[intake.IssueEventArgs]) error {
+	return handle(ctx, w.DB, intake.EventArgs(job.Args), job, applyIssue)
 }
 
 var issueReasons = map[string]string{
