@@ -117,8 +117,8 @@ type Sizes struct {
 
 // Finish records how a run ended: from the runner's verified result, or,
 // when there is none, from the worker's error (status error, with
-// ReasonShutdown when ctx-like cancellation ended it). wall is the time
-// the worker waited.
+// ReasonShutdown when it is a cancellation, ReasonNoResult otherwise).
+// wall is the time the worker waited.
 func Finish(ctx context.Context, tx pgx.Tx, id string, res *sandbox.SandboxResult, runErr error, sizes Sizes, wall time.Duration) error {
 	if sizes.In < 0 || sizes.Out < 0 {
 		return fmt.Errorf("sandboxrun.Finish: %w: negative size", ErrInvalid)
@@ -236,7 +236,7 @@ func Run(ctx context.Context, db *postgres.DB, tenant postgres.TenantID, s Start
 	} else if runErr == nil {
 		runErr = errors.New("the sandbox job returned no result")
 	}
-	if ctx.Err() != nil && res == nil {
+	if errors.Is(ctx.Err(), context.Canceled) && res == nil && !errors.Is(runErr, context.Canceled) {
 		runErr = fmt.Errorf("%w: %w", context.Canceled, runErr)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
