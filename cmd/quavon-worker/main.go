@@ -1,7 +1,8 @@
 // Command quavon-worker runs the control plane's background jobs on River
-// (PostgreSQL), assembled by internal/app/worker: today the retention sweep
-// (spec DT5), hourly and at start. Review and fix runs arrive with their
-// issues.
+// (PostgreSQL): the queues review, fix and maintenance, assembled by
+// internal/app/worker (which lists the job kinds). SIGINT or SIGTERM stops
+// it: running jobs get QUAVON_WORKER_SHUTDOWN_GRACE, then are cancelled
+// and roll back.
 package main
 
 import (

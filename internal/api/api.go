@@ -7,6 +7,7 @@
 package api
 
 import (
+	"github.com/quavon/quavon/internal/intake"
 	"github.com/quavon/quavon/internal/repos"
 
 	"github.com/quavon/quavon/internal/github"
@@ -32,6 +33,9 @@ type Server struct {
 	// WebhookSecrets are the GitHub Apps' webhook secrets; an app without
 	// one has no webhook endpoint (404).
 	WebhookSecrets map[github.AppKind][]byte
+	// Jobs inserts the River jobs of repository events in their
+	// transaction (an insert-only River client).
+	Jobs intake.Inserter
 }
 
 // MaxBodyBytes caps a request body.

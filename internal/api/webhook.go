@@ -17,11 +17,15 @@ import (
 //  2. X-Hub-Signature-256 is verified in constant time before anything
 //     else looks at the body (401 otherwise; nothing is stored);
 //  3. events and actions Quavon does not process are acknowledged with 202
-//     and not stored; so are events of installations it does not know;
+//     and not stored; so are events of installations it does not know, of
+//     repositories that installation does not cover, and repository events
+//     no worker acts on yet (intake.Routed);
 //  4. the event is routed to its tenant, and its delivery id is stored in
-//     the same transaction that applies it: a redelivery is acknowledged
-//     (200, "duplicate") and not applied twice; a failure rolls both back,
-//     so GitHub's redelivery can retry.
+//     the same transaction that applies it: an installation event changes
+//     installations and repositories, a repository event is stored with
+//     its River job (intake.Intake): a redelivery is acknowledged (200,
+//     "duplicate") and not applied twice; a failure rolls everything back
+//     (500), so GitHub's redelivery can retry.
 
 var deliveryIDRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,100}$`)
 
@@ -63,9 +67,9 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errBadRequest)
 		return
 	}
-	status, err := intake.Apply(r.Context(), s.DB, kind, event, delivery, parsed, s.now())
+	status, err := (&intake.Intake{DB: s.DB, Jobs: s.Jobs}).Apply(r.Context(), kind, event, delivery, parsed, s.now())
 	switch {
-	case errors.Is(err, intake.ErrUnroutable):
+	case errors.Is(err, intake.ErrUnroutable), errors.Is(err, intake.ErrUnknownRepository), errors.Is(err, intake.ErrNotHandled):
 		writeJSON(w, http.StatusAccepted, webhookResult{Status: "ignored"})
 	case errors.Is(err, intake.ErrMalformed):
 		s.fail(w, r, errBadRequest)

@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/quavon/quavon/internal/api"
 	"github.com/quavon/quavon/internal/githubfake"
@@ -34,7 +36,11 @@ func newHookWorld(t *testing.T) *hookWorld {
 	w := &hookWorld{cp: testenv.NewControlPlane(t, 8), gh: githubfake.New(t)}
 	w.review = w.gh.RegisterApp("quavon-review")
 	w.fixer = w.gh.RegisterApp("quavon-fixer")
-	w.srv = httptest.NewServer((&api.Server{DB: w.cp.App, WebhookSecrets: map[github.AppKind][]byte{
+	jobs, err := river.NewClient(riverpgxv5.New(w.cp.App.Pool), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv = httptest.NewServer((&api.Server{DB: w.cp.App, Jobs: jobs, WebhookSecrets: map[github.AppKind][]byte{
 		github.AppReview: []byte(w.review.WebhookSecret), github.AppFixer: []byte(w.fixer.WebhookSecret),
 	}}).Handler())
 	t.Cleanup(w.srv.Close)

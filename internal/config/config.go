@@ -177,6 +177,8 @@ type (
 		// MaxFixRunsPerTenantPerDay caps fix runs per tenant and UTC day
 		// (FX10).
 		MaxFixRunsPerTenantPerDay int
+		// Worker is the worker's queues and shutdown.
+		Worker Worker
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -243,7 +245,7 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 		return WorkerConfig{}, err
 	}
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
-		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000)}
+		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker()}
 	c.Warnings = r.warnings
 	return c, r.err()
 }

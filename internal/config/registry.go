@@ -51,6 +51,7 @@ const (
 	gBroker   group = "broker"
 	gFixCaps  group = "fix caps"
 	gLLM      group = "model"
+	gWorker   group = "worker"
 )
 
 var serviceGroups = map[Service][]group{
@@ -58,7 +59,7 @@ var serviceGroups = map[Service][]group{
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
 	ServiceAPI:     {gCore, gDatabase, gAPI},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM},
+	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
@@ -152,6 +153,11 @@ var registry = []Setting{
 	{Name: "QUAVON_GITHUB_FIXER_PRIVATE_KEY_FILE", Secret: true, group: gBroker, Doc: "the Fixer app's private key (PEM)"},
 
 	{Name: "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", Default: "50", group: gFixCaps, Doc: "fix-run cap per tenant and UTC day (FX10)"},
+
+	{Name: "QUAVON_WORKER_REVIEW_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `review` queue (pull request events, review runs) one worker runs at once"},
+	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
+	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
+	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
 
 	{Name: "QUAVON_LLM_PROVIDER", group: gLLM, Doc: "`anthropic` or `openai` (every OpenAI-compatible server); empty: no model, the model features are off"},
 	{Name: "QUAVON_LLM_MODEL", group: gLLM, Doc: "model name (Azure: the deployment name)"},

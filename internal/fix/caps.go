@@ -1,5 +1,3 @@
-// Package fix holds the fix runs' eligibility and caps (spec FX10); the
-// agent loop arrives with its own issue.
 package fix
 
 import (

@@ -44,6 +44,11 @@
 //
 // VerifyWebhookSignature checks X-Hub-Signature-256 in constant time;
 // ParseWebhook turns installation, installation_repositories and
-// repository events (at most MaxWebhookPayload bytes) into small typed
-// values for the intake in quavon-api.
+// repository events, and the repository-level events the worker acts on
+// (pull_request opened, synchronize, reopened, ready_for_review, closed;
+// issues labeled, closed, transferred, deleted; issue_comment created), at
+// most MaxWebhookPayload bytes, into small typed values for the intake in
+// quavon-api. Every field Quavon reads is checked; texts over GitHub's own
+// limits (titles 256, bodies and comments 65536 characters, 100 labels of
+// 50) are refused. FuzzParseWebhook holds the invariants on any input.
 package github

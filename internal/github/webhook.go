@@ -107,6 +107,9 @@ var webhookActions = map[string][]string{
 	"installation":              {"created", "deleted", "suspend", "unsuspend", "new_permissions_accepted"},
 	"installation_repositories": {"added", "removed"},
 	"repository":                {"renamed", "transferred", "privatized", "publicized", "deleted", "archived", "unarchived"},
+	"pull_request":              {"opened", "synchronize", "reopened", "ready_for_review", "closed"},
+	"issues":                    {"labeled", "closed", "transferred", "deleted"},
+	"issue_comment":             {"created"},
 }
 
 type rawAccount struct {
@@ -116,12 +119,13 @@ type rawAccount struct {
 }
 
 type rawRepository struct {
-	ID         int64      `json:"id"`
-	FullName   string     `json:"full_name"`
-	Private    bool       `json:"private"`
-	Archived   bool       `json:"archived"`
-	Visibility string     `json:"visibility"`
-	Owner      rawAccount `json:"owner"`
+	ID            int64      `json:"id"`
+	FullName      string     `json:"full_name"`
+	Private       bool       `json:"private"`
+	Archived      bool       `json:"archived"`
+	Visibility    string     `json:"visibility"`
+	DefaultBranch string     `json:"default_branch"`
+	Owner         rawAccount `json:"owner"`
 }
 
 type rawInstallation struct {
@@ -140,8 +144,18 @@ type rawPayload struct {
 	RepositorySelection string          `json:"repository_selection"`
 	Repository          *rawRepository  `json:"repository"`
 	Sender              rawAccount      `json:"sender"`
-	Changes             struct {
-		Repository struct {
+	// pull_request, issues and issue_comment.
+	Number      int         `json:"number"`
+	PullRequest *rawPull    `json:"pull_request"`
+	Issue       *rawIssue   `json:"issue"`
+	Comment     *rawComment `json:"comment"`
+	Label       *rawLabel   `json:"label"`
+	Before      string      `json:"before"`
+	After       string      `json:"after"`
+	Changes     struct {
+		NewIssue      *rawIssue      `json:"new_issue"`
+		NewRepository *rawRepository `json:"new_repository"`
+		Repository    struct {
 			Name struct {
 				From string `json:"from"`
 			} `json:"name"`
@@ -156,7 +170,8 @@ type rawPayload struct {
 }
 
 // ParseWebhook decodes body as event (the X-GitHub-Event header) into
-// *InstallationEvent, *InstallationRepositoriesEvent or *RepositoryEvent.
+// *InstallationEvent, *InstallationRepositoriesEvent, *RepositoryEvent,
+// *PullRequestEvent, *IssuesEvent or *IssueCommentEvent.
 // Verify the signature first. Other events and actions return
 // ErrUnsupportedEvent; oversize bodies ErrPayloadTooLarge; malformed ones
 // ErrInvalidPayload.
@@ -190,6 +205,12 @@ func ParseWebhook(event string, body []byte) (any, error) {
 		out, err = parseInstallationRepositories(p)
 	case "repository":
 		out, err = parseRepository(p)
+	case "pull_request":
+		out, err = parsePullRequestEvent(p)
+	case "issues":
+		out, err = parseIssuesEvent(p)
+	case "issue_comment":
+		out, err = parseIssueCommentEvent(p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("github.ParseWebhook %s %s: %w: %w", event, p.Action, ErrInvalidPayload, err)

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestVerifyWebhookSignatureGitHubVector(t *testing.T) {
@@ -192,11 +193,7 @@ func FuzzParseWebhook(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		event, _, _ := strings.Cut(strings.TrimSuffix(e.Name(), ".json"), "_")
-		if strings.HasPrefix(e.Name(), "installation_repositories") {
-			event = "installation_repositories"
-		}
-		f.Add(event, b)
+		f.Add(eventOfFile(e.Name()), b)
 	}
 	f.Add("repository", []byte(`{"action":"renamed","changes":null}`))
 	f.Add("installation", []byte(`{"action":"created","installation":{"id":-1}}`))
@@ -212,9 +209,31 @@ func FuzzParseWebhook(f *testing.F) {
 			return
 		}
 		// A parsed payload always names a valid installation and valid
-		// repositories, and has the type of its event.
+		// repositories, and has the type of its event; repository events
+		// hold only what GitHub's limits allow.
 		var repos []RepositoryRef
 		switch ev := got.(type) {
+		case *PullRequestEvent:
+			p := ev.PullRequest
+			if event != "pull_request" || ev.InstallationID <= 0 || ev.Number <= 0 || p.Number != ev.Number || !ValidCommit(p.HeadSHA) ||
+				!ValidCommit(p.BaseSHA) || p.HeadRef == "" || ev.Sender.ID <= 0 || utf8.RuneCountInString(p.Body) > MaxBodyChars ||
+				utf8.RuneCountInString(p.Title) > MaxTitleChars || ev.Action == "synchronize" && !ValidCommit(ev.After) {
+				t.Fatalf("%s: %+v", event, ev)
+			}
+			repos = []RepositoryRef{{ID: ev.Repository.ID, FullName: ev.Repository.FullName}}
+		case *IssuesEvent:
+			if event != "issues" || ev.InstallationID <= 0 || ev.Issue.Number <= 0 || ev.Sender.ID <= 0 ||
+				utf8.RuneCountInString(ev.Issue.Body) > MaxBodyChars || len(ev.Issue.Labels) > MaxLabelsPerIssue ||
+				ev.Action == "labeled" && ev.Label == "" || ev.Action == "transferred" && ev.NewNumber <= 0 {
+				t.Fatalf("%s: %+v", event, ev)
+			}
+			repos = []RepositoryRef{{ID: ev.Repository.ID, FullName: ev.Repository.FullName}}
+		case *IssueCommentEvent:
+			if event != "issue_comment" || ev.InstallationID <= 0 || ev.Comment.ID <= 0 || ev.Issue.Number <= 0 ||
+				utf8.RuneCountInString(ev.Comment.Body) > MaxBodyChars || ev.Sender.ID <= 0 {
+				t.Fatalf("%s: %+v", event, ev)
+			}
+			repos = []RepositoryRef{{ID: ev.Repository.ID, FullName: ev.Repository.FullName}}
 		case *InstallationEvent:
 			if event != "installation" || ev.InstallationID <= 0 || ev.Account.ID <= 0 || ev.Account.Login == "" {
 				t.Fatalf("%s: %+v", event, ev)
@@ -242,6 +261,32 @@ func FuzzParseWebhook(f *testing.F) {
 			}
 		}
 	})
+}
+
+// eventOfFile is the event a testdata/webhooks file holds: the longest
+// event name its name starts with.
+func eventOfFile(name string) string {
+	best := ""
+	for event := range webhookActions {
+		if strings.HasPrefix(name, event+"_") && len(event) > len(best) {
+			best = event
+		}
+	}
+	return best
+}
+
+// Every file in testdata/webhooks parses (they are the fuzzer's seeds).
+func TestWebhookTestdataParses(t *testing.T) {
+	t.Parallel()
+	entries, err := os.ReadDir(filepath.Join("testdata", "webhooks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, err := ParseWebhook(eventOfFile(e.Name()), readWebhook(t, e.Name())); err != nil {
+			t.Errorf("%s: %v", e.Name(), err)
+		}
+	}
 }
 
 func TestSignHelperMatchesVerifier(t *testing.T) {

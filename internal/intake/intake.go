@@ -1,8 +1,10 @@
 // Package intake applies verified webhook events to the control plane's
 // tables: installations and the repositories they cover, routed to their
-// tenant, each delivery recorded once in the transaction that applies it.
-// quavon-api's webhook handler verifies and parses; everything that touches
-// the database is here.
+// tenant, each delivery recorded once in the transaction that applies it;
+// and the repository events the worker acts on, each stored with its River
+// job in that same transaction (events.go). quavon-api's webhook handler
+// verifies and parses; everything it writes to the database is here. The
+// worker's handlers of the stored events are internal/intake/handle.
 package intake
 
 import (
@@ -20,6 +22,10 @@ import (
 // applied (a repository without owner or name).
 var ErrMalformed = errors.New("malformed event")
 
+// ErrNotHandled: a repository event no worker acts on (no route):
+// acknowledged, not stored.
+var ErrNotHandled = errors.New("event not handled")
+
 // recordDelivery stores the delivery id; false when it was seen before.
 func recordDelivery(ctx context.Context, tx pgx.Tx, delivery, event string) (bool, error) {
 	tag, err := tx.Exec(ctx, `INSERT INTO webhook_deliveries (tenant_id, delivery_id, event, processed_at)
@@ -30,15 +36,28 @@ func recordDelivery(ctx context.Context, tx pgx.Tx, delivery, event string) (boo
 	return tag.RowsAffected() == 1, nil
 }
 
+// Intake applies verified webhook events.
+type Intake struct {
+	DB *postgres.DB
+	// Jobs inserts the jobs of repository events in the event's
+	// transaction (the API's River client).
+	Jobs Inserter
+}
+
 // Apply routes a verified, parsed webhook event to its tenant, records the
-// delivery once and applies the event in the same transaction. It returns
-// "processed", or "duplicate" for a redelivery (nothing applied twice);
-// ErrUnroutable for an installation Quavon does not know, ErrMalformed for
-// an event whose content cannot be applied. A failure rolls both back, so
-// GitHub's redelivery can retry.
-func Apply(ctx context.Context, db *postgres.DB, kind github.AppKind, event, delivery string, parsed any, now time.Time) (string, error) {
+// delivery once and applies the event in the same transaction: an
+// installation event changes installations and repositories; a routed
+// repository event is stored with its job. It returns "processed", or
+// "duplicate" for a redelivery (nothing applied twice); ErrUnroutable for
+// an installation Quavon does not know, ErrUnknownRepository for a
+// repository that installation does not cover here, ErrNotHandled for a
+// repository event without a route, ErrMalformed for an event whose
+// content cannot be applied. A failure rolls everything back, so GitHub's
+// redelivery can retry.
+func (in *Intake) Apply(ctx context.Context, kind github.AppKind, event, delivery string, parsed any, now time.Time) (string, error) {
 	var installationID int64
 	var newInstallation *Installation
+	repoEv, isRepoEvent := repoEventOf(parsed)
 	switch e := parsed.(type) {
 	case *github.InstallationEvent:
 		installationID = e.InstallationID
@@ -51,7 +70,16 @@ func Apply(ctx context.Context, db *postgres.DB, kind github.AppKind, event, del
 	case *github.RepositoryEvent:
 		installationID = e.InstallationID
 	default:
-		return "", errors.New("webhook: unexpected parsed event")
+		if !isRepoEvent {
+			return "", errors.New("webhook: unexpected parsed event")
+		}
+		if !Routed(kind, event, repoEv.data.Action) {
+			return "", ErrNotHandled
+		}
+		if in.Jobs == nil {
+			return "", errors.New("webhook: no job inserter for repository events")
+		}
+		installationID = repoEv.installationID
 	}
 	if installationID <= 0 {
 		return "", ErrUnroutable
@@ -59,19 +87,22 @@ func Apply(ctx context.Context, db *postgres.DB, kind github.AppKind, event, del
 	var tenant postgres.TenantID
 	var err error
 	if newInstallation != nil {
-		tenant, err = routeNewInstallation(ctx, db, kind, *newInstallation)
+		tenant, err = routeNewInstallation(ctx, in.DB, kind, *newInstallation)
 	} else {
-		tenant, err = routeInstallation(ctx, db, kind, installationID)
+		tenant, err = routeInstallation(ctx, in.DB, kind, installationID)
 	}
 	if err != nil {
 		return "", err
 	}
 	status := "processed"
-	err = db.InTenant(ctx, tenant, func(tx pgx.Tx) error {
+	err = in.DB.InTenant(ctx, tenant, func(tx pgx.Tx) error {
 		fresh, err := recordDelivery(ctx, tx, delivery, event)
 		if err != nil || !fresh {
 			status = "duplicate"
 			return err
+		}
+		if isRepoEvent {
+			return storeRepoEvent(ctx, tx, in.Jobs, string(tenant), kind, event, delivery, repoEv)
 		}
 		return apply(ctx, tx, kind, parsed, now)
 	})

@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/quavon/quavon/internal/secret"
-	"github.com/quavon/quavon/internal/secret/leaks"
 )
 
 // Patch and content rules (ValidatePatch; the overlay checks the ones it
@@ -77,8 +76,6 @@ func (e *RejectedError) Has(path string, rule Rule) bool {
 type SecretScanner interface {
 	ScanFile(path, text string) []secret.Match
 }
-
-var _ SecretScanner = (*leaks.Scanner)(nil)
 
 // ValidatePatch checks a patch against a fresh listing of its base commit
 // and returns nil, a *RejectedError listing every violation, or another

@@ -74,6 +74,21 @@ func (e *env) tenant(t *testing.T, name string) (postgres.TenantID, string) {
 			`INSERT INTO webhook_deliveries (tenant_id, delivery_id, event) VALUES (quavon_current_tenant(), gen_random_uuid()::text, 'ping')`,
 			`INSERT INTO fix_run_caps (tenant_id, scope, key, day, count) VALUES (quavon_current_tenant(), 'tenant', '', current_date, 1)`,
 			`INSERT INTO llm_budget_days (tenant_id, feature, day, tokens) VALUES (quavon_current_tenant(), 'fix', current_date, 1)`,
+			`INSERT INTO webhook_events (tenant_id, delivery_id, app_kind, repository_id, event, action, number, actor_login, actor_id, actor_type)
+				VALUES (quavon_current_tenant(), gen_random_uuid()::text, 'review', '` + repo + `', 'pull_request', 'closed', 1, 'ada', 7, 'User')`,
+			`INSERT INTO review_runs (tenant_id, repository_id, pr_number, head_sha, trigger) VALUES (quavon_current_tenant(), '` + repo + `', 1, repeat('a', 40), 'opened')`,
+			`INSERT INTO review_findings (tenant_id, review_run_id, repository_id, pr_number, fingerprint, source, path, start_line, end_line, severity, title)
+				SELECT tenant_id, id, repository_id, pr_number, repeat('b', 32), 'llm', 'a.go', 1, 1, 'high', 't' FROM review_runs`,
+			`INSERT INTO finding_feedback (tenant_id, repository_id, pr_number, fingerprint, action, source, actor_login)
+				VALUES (quavon_current_tenant(), '` + repo + `', 1, repeat('b', 32), 'dismiss', 'github', 'ada')`,
+			`INSERT INTO fix_runs (tenant_id, repository_id, subject, number, delivery, mode, trigger, trigger_actor_login, trigger_actor_id)
+				VALUES (quavon_current_tenant(), '` + repo + `', 'issue', 2, 'pr', 'approval', 'label', 'ada', 7)`,
+			`INSERT INTO fix_run_steps (tenant_id, fix_run_id, step, tool, arguments_sha256, outcome) SELECT tenant_id, id, 1, 'finish', repeat('c', 64), 'ok' FROM fix_runs`,
+			`INSERT INTO sandbox_runs (tenant_id, repository_id, fix_run_id, purpose, image_class) SELECT tenant_id, repository_id, id, 'fix_test', 'go' FROM fix_runs`,
+			`INSERT INTO pending_outputs (tenant_id, repository_id, kind, review_run_id, status, payload, payload_sha256)
+				SELECT tenant_id, repository_id, 'review', id, 'stored', '{}', repeat('d', 64) FROM review_runs`,
+			`INSERT INTO publish_intents (tenant_id, repository_id, pending_output_id, kind, key, marker)
+				SELECT tenant_id, repository_id, id, 'review', 'review:' || repository_id || ':' || review_run_id, md5(random()::text) FROM pending_outputs`,
 		}
 		for _, s := range more {
 			if _, err := tx.Exec(ctx, s); err != nil {

@@ -14,9 +14,13 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/queues"
 )
 
-// Swept is one table the sweep covers and the column that dates a row.
+// Swept is one table the sweep covers and the column that dates a row. A
+// row whose date is NULL is kept: runs are dated by finished_at, so a run
+// that has not ended (a fix awaiting approval for longer than the
+// retention, say) is never swept from under its worker.
 // Later features add their tables here (and their tests to retention_test).
 type Swept struct {
 	Table, Column string
@@ -27,6 +31,34 @@ var Tables = []Swept{
 	{"webhook_deliveries", "received_at"},
 	{"fix_run_caps", "day"},
 	{"llm_budget_days", "day"},
+	{"webhook_events", "received_at"},
+	{"review_runs", "finished_at"},
+	{"finding_feedback", "created_at"},
+	{"fix_runs", "finished_at"},
+}
+
+// Cascaded are the tenant tables whose rows go with a swept row they
+// belong to (ON DELETE CASCADE), so they are not swept on their own dates:
+// a child must not go before its run does.
+var Cascaded = map[string]string{
+	"review_findings": "review_runs",
+	"fix_run_steps":   "fix_runs",
+	"sandbox_runs":    "review_runs, fix_runs",
+	"pending_outputs": "review_runs, fix_runs",
+	"publish_intents": "pending_outputs",
+}
+
+// Kept are the tenant tables the sweep never touches, and why.
+var Kept = map[string]string{
+	"installations":       "configuration: goes with the installation",
+	"repositories":        "configuration: goes when no app covers it",
+	"repository_policies": "configuration",
+	"users":               "accounts",
+	"user_identities":     "accounts",
+	"role_grants":         "configuration",
+	"api_tokens":          "credentials: expire and are revoked on their own",
+	"audit_log":           "append-only for every role; leaves with its tenant",
+	"audit_heads":         "one row per tenant: the head of its audit hash chain, kept with audit_log",
 }
 
 // Result counts deleted rows per table over all tenants.
@@ -77,6 +109,9 @@ type Args struct{}
 
 // Kind is River's job kind.
 func (Args) Kind() string { return "retention_sweep" }
+
+// InsertOpts puts the sweep on the maintenance queue.
+func (Args) InsertOpts() river.InsertOpts { return river.InsertOpts{Queue: queues.Maintenance} }
 
 // Worker runs Sweep.
 type Worker struct {

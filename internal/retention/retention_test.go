@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/retention"
 	"github.com/quavon/quavon/internal/testenv"
 )
@@ -49,7 +50,7 @@ func TestRetentionSweepAsRiverJob(t *testing.T) {
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &retention.Worker{DB: cp.App})
 	client, err := river.NewClient(riverpgxv5.New(cp.App.Pool), &river.Config{
-		Queues:       map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: 2}},
+		Queues:       map[string]river.QueueConfig{queues.Maintenance: {MaxWorkers: 2}},
 		Workers:      workers,
 		PeriodicJobs: []*river.PeriodicJob{retention.PeriodicJob(time.Hour)},
 	})

@@ -1,6 +1,6 @@
 // Package api is the one assembly of quavon-api: the database as the
-// service role, the webhook secrets, the HTTP API (internal/api) on its
-// listener.
+// service role, the webhook secrets, an insert-only River client for the
+// jobs of webhook events, the HTTP API (internal/api) on its listener.
 package api
 
 import (
@@ -11,6 +11,9 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	httpapi "github.com/quavon/quavon/internal/api"
 	"github.com/quavon/quavon/internal/config"
@@ -53,13 +56,20 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 	if err != nil {
 		return nil, err
 	}
+	// Insert-only: the API puts the jobs of repository events into the
+	// event's transaction; quavon-worker works them.
+	jobs, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{Logger: log})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	s := &Service{db: db, ln: ln, log: log, srv: &http.Server{
-		Handler:           (&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets}).Handler(),
+		Handler:           (&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
 		WriteTimeout:      30 * time.Second,

@@ -1,0 +1,35 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestWorkerSettings(t *testing.T) {
+	t.Parallel()
+	c, err := LoadWorker(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Worker != (Worker{ReviewConcurrency: 2, FixConcurrency: 2, MaintenanceConcurrency: 1, ShutdownGrace: 30 * time.Second}) {
+		t.Fatalf("defaults %+v", c.Worker)
+	}
+	c, err = LoadWorker([]string{"QUAVON_WORKER_REVIEW_CONCURRENCY=8", "QUAVON_WORKER_FIX_CONCURRENCY=1",
+		"QUAVON_WORKER_MAINTENANCE_CONCURRENCY=2", "QUAVON_WORKER_SHUTDOWN_GRACE=0s"})
+	if err != nil || c.Worker != (Worker{ReviewConcurrency: 8, FixConcurrency: 1, MaintenanceConcurrency: 2}) {
+		t.Fatalf("%+v %v", c.Worker, err)
+	}
+	for _, env := range []string{"QUAVON_WORKER_REVIEW_CONCURRENCY=0", "QUAVON_WORKER_FIX_CONCURRENCY=lots",
+		"QUAVON_WORKER_MAINTENANCE_CONCURRENCY=17", "QUAVON_WORKER_SHUTDOWN_GRACE=1h", "QUAVON_WORKER_SHUTDOWN_GRACE=-1s",
+		"QUAVON_WORKER_SHUTDOWN_GRACE=30"} {
+		name, _, _ := strings.Cut(env, "=")
+		if _, err := LoadWorker([]string{env}); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: %v", env, err)
+		}
+	}
+	// The worker's settings are the worker's only.
+	if _, err := LoadAPI([]string{"QUAVON_WORKER_FIX_CONCURRENCY=2"}); err == nil || !strings.Contains(err.Error(), "a setting of quavon-worker, not of quavon-api") {
+		t.Errorf("the API took a worker setting: %v", err)
+	}
+}
