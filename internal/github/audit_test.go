@@ -2,6 +2,7 @@ package github
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	gh "github.com/google/go-github/v75/github"
@@ -219,6 +220,124 @@ var readFields = []readField{
 			t.Error("a repository event without installation was accepted")
 		}
 	}},
+	// ParseWebhook: pull_request, issues and issue_comment (the repository
+	// events the worker acts on).
+	{event: "pull_request", action: "opened", path: "installation.id"},
+	{event: "pull_request", action: "opened", path: "sender.id"},
+	{event: "pull_request", action: "opened", path: "sender.login"},
+	{event: "pull_request", action: "opened", path: "sender.type"},
+	{event: "pull_request", action: "opened", path: "number"},
+	{event: "pull_request", action: "opened", path: "pull_request.number"},
+	{event: "pull_request", action: "opened", path: "pull_request.state"},
+	{event: "pull_request", action: "opened", path: "pull_request.draft", absent: true, handled: prDraftAbsent},
+	{event: "pull_request", action: "opened", path: "pull_request.merged", absent: true, handled: prMergedNull},
+	{event: "pull_request", action: "opened", path: "pull_request.title"},
+	{event: "pull_request", action: "opened", path: "pull_request.body", absent: true, handled: prBodyNull},
+	{event: "pull_request", action: "opened", path: "pull_request.user"},
+	{event: "pull_request", action: "opened", path: "pull_request.user.id"},
+	{event: "pull_request", action: "opened", path: "pull_request.user.login"},
+	{event: "pull_request", action: "opened", path: "pull_request.user.type"},
+	{event: "pull_request", action: "opened", path: "pull_request.head.ref"},
+	{event: "pull_request", action: "opened", path: "pull_request.head.sha"},
+	{event: "pull_request", action: "opened", path: "pull_request.head.repo", absent: true, handled: prHeadRepoNull},
+	{event: "pull_request", action: "opened", path: "pull_request.base.ref"},
+	{event: "pull_request", action: "opened", path: "pull_request.base.sha"},
+	{event: "pull_request", action: "opened", path: "pull_request.html_url"},
+	{event: "pull_request", action: "opened", path: "repository.default_branch"},
+	{event: "pull_request", action: "opened", path: "repository.visibility", absent: true, handled: eventVisibilityAbsent},
+	{event: "pull_request", action: "synchronize", path: "installation.id"},
+	{event: "pull_request", action: "synchronize", path: "sender.id"},
+	{event: "pull_request", action: "synchronize", path: "sender.login"},
+	{event: "pull_request", action: "synchronize", path: "sender.type"},
+	{event: "pull_request", action: "synchronize", path: "number"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.number"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.state"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.draft"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.merged", absent: true, handled: prMergedNull},
+	{event: "pull_request", action: "synchronize", path: "pull_request.title"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.body", absent: true, handled: prBodyNull},
+	{event: "pull_request", action: "synchronize", path: "pull_request.user", absent: true, handled: prUserNull},
+	{event: "pull_request", action: "synchronize", path: "pull_request.user.id"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.user.login"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.user.type", absent: true, handled: authorTypeAbsent},
+	{event: "pull_request", action: "synchronize", path: "pull_request.head.ref"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.head.sha"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.head.repo", absent: true, handled: prHeadRepoNull},
+	{event: "pull_request", action: "synchronize", path: "pull_request.base.ref"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.base.sha"},
+	{event: "pull_request", action: "synchronize", path: "pull_request.html_url"},
+	{event: "pull_request", action: "synchronize", path: "repository.default_branch"},
+	{event: "pull_request", action: "synchronize", path: "repository.visibility", absent: true, handled: eventVisibilityAbsent},
+	{event: "pull_request", action: "synchronize", path: "before"},
+	{event: "pull_request", action: "synchronize", path: "after"},
+	{event: "issues", action: "labeled", path: "issue.number"},
+	{event: "issues", action: "labeled", path: "issue.title"},
+	{event: "issues", action: "labeled", path: "issue.body", absent: true, handled: issueBodyNull},
+	{event: "issues", action: "labeled", path: "issue.state", absent: true, handled: issueStateAbsent},
+	{event: "issues", action: "labeled", path: "issue.locked", absent: true, handled: issueLockedAbsent},
+	{event: "issues", action: "labeled", path: "issue.user", absent: true, handled: issueUserNull},
+	{event: "issues", action: "labeled", path: "issue.user.id"},
+	{event: "issues", action: "labeled", path: "issue.user.login"},
+	{event: "issues", action: "labeled", path: "issue.user.type", absent: true, handled: authorTypeAbsent},
+	{event: "issues", action: "labeled", path: "issue.labels", absent: true, handled: issueLabelsAbsent},
+	{event: "issues", action: "labeled", path: "issue.pull_request", absent: true, handled: issuePullRequestAbsent},
+	{event: "issues", action: "labeled", path: "sender.id"},
+	{event: "issues", action: "labeled", path: "sender.login"},
+	{event: "issues", action: "closed", path: "issue.number"},
+	{event: "issues", action: "closed", path: "issue.title"},
+	{event: "issues", action: "closed", path: "issue.body", absent: true, handled: issueBodyNull},
+	{event: "issues", action: "closed", path: "issue.state"},
+	{event: "issues", action: "closed", path: "issue.locked", absent: true, handled: issueLockedAbsent},
+	{event: "issues", action: "closed", path: "issue.user", absent: true, handled: issueUserNull},
+	{event: "issues", action: "closed", path: "issue.user.id"},
+	{event: "issues", action: "closed", path: "issue.user.login"},
+	{event: "issues", action: "closed", path: "issue.user.type", absent: true, handled: authorTypeAbsent},
+	{event: "issues", action: "closed", path: "issue.labels", absent: true, handled: issueLabelsAbsent},
+	{event: "issues", action: "closed", path: "issue.pull_request", absent: true, handled: issuePullRequestAbsent},
+	{event: "issues", action: "closed", path: "sender.id"},
+	{event: "issues", action: "closed", path: "sender.login"},
+	{event: "issues", action: "transferred", path: "issue.number"},
+	{event: "issues", action: "transferred", path: "issue.title"},
+	{event: "issues", action: "transferred", path: "issue.body", absent: true, handled: issueBodyNull},
+	{event: "issues", action: "transferred", path: "issue.state", absent: true, handled: issueStateAbsent},
+	{event: "issues", action: "transferred", path: "issue.locked", absent: true, handled: issueLockedAbsent},
+	{event: "issues", action: "transferred", path: "issue.user", absent: true, handled: issueUserNull},
+	{event: "issues", action: "transferred", path: "issue.user.id"},
+	{event: "issues", action: "transferred", path: "issue.user.login"},
+	{event: "issues", action: "transferred", path: "issue.user.type", absent: true, handled: authorTypeAbsent},
+	{event: "issues", action: "transferred", path: "issue.labels", absent: true, handled: issueLabelsAbsent},
+	{event: "issues", action: "transferred", path: "issue.pull_request", absent: true, handled: issuePullRequestAbsent},
+	{event: "issues", action: "transferred", path: "sender.id"},
+	{event: "issues", action: "transferred", path: "sender.login"},
+	{event: "issues", action: "deleted", path: "issue.number"},
+	{event: "issues", action: "deleted", path: "issue.title"},
+	{event: "issues", action: "deleted", path: "issue.body", absent: true, handled: issueBodyNull},
+	{event: "issues", action: "deleted", path: "issue.state", absent: true, handled: issueStateAbsent},
+	{event: "issues", action: "deleted", path: "issue.locked", absent: true, handled: issueLockedAbsent},
+	{event: "issues", action: "deleted", path: "issue.user", absent: true, handled: issueUserNull},
+	{event: "issues", action: "deleted", path: "issue.user.id"},
+	{event: "issues", action: "deleted", path: "issue.user.login"},
+	{event: "issues", action: "deleted", path: "issue.user.type", absent: true, handled: authorTypeAbsent},
+	{event: "issues", action: "deleted", path: "issue.labels", absent: true, handled: issueLabelsAbsent},
+	{event: "issues", action: "deleted", path: "issue.pull_request", absent: true, handled: issuePullRequestAbsent},
+	{event: "issues", action: "deleted", path: "sender.id"},
+	{event: "issues", action: "deleted", path: "sender.login"},
+	{event: "issues", action: "labeled", path: "label", absent: true, handled: labelAbsent},
+	{event: "issues", action: "labeled", path: "label.name"},
+	{event: "issues", action: "transferred", path: "changes.new_issue.number"},
+	{event: "issues", action: "transferred", path: "changes.new_repository.id"},
+	{event: "issue_comment", action: "created", path: "issue.number"},
+	{event: "issue_comment", action: "created", path: "issue.user", absent: true, handled: issueUserNull},
+	{event: "issue_comment", action: "created", path: "issue.pull_request", absent: true, handled: issuePullRequestAbsent},
+	{event: "issue_comment", action: "created", path: "comment.id"},
+	{event: "issue_comment", action: "created", path: "comment.body"},
+	{event: "issue_comment", action: "created", path: "comment.user", absent: true, handled: commentUserNull},
+	{event: "issue_comment", action: "created", path: "comment.user.id"},
+	{event: "issue_comment", action: "created", path: "comment.user.login"},
+	{event: "issue_comment", action: "created", path: "comment.user.type", absent: true, handled: authorTypeAbsent},
+	{event: "issue_comment", action: "created", path: "comment.created_at"},
+	{event: "issue_comment", action: "created", path: "comment.updated_at"},
+	{event: "issue_comment", action: "created", path: "sender.type"},
 	{event: "repository", action: "renamed", path: "repository.id"},
 	{event: "repository", action: "renamed", path: "repository.full_name"},
 	{event: "repository", action: "renamed", path: "repository.private"},
@@ -326,5 +445,225 @@ func TestReadersAgainstDescriptions(t *testing.T) {
 		if f.handled != nil {
 			t.Run(name, f.handled)
 		}
+	}
+}
+
+// repoEvent parses a minimal payload of a repository-level event that
+// carries every field Quavon requires, after edit changed it.
+func repoEvent(t *testing.T, event, action string, edit func(m map[string]any)) (any, error) {
+	t.Helper()
+	sha := func(c string) string { return strings.Repeat(c, 40) }
+	repo := func() map[string]any {
+		return map[string]any{"id": 5, "full_name": "acme/app", "private": false, "visibility": "public",
+			"default_branch": "main", "owner": map[string]any{"id": 1, "login": "acme"}}
+	}
+	user := func() map[string]any { return map[string]any{"id": 3, "login": "alice", "type": "User"} }
+	m := map[string]any{"action": action, "installation": map[string]any{"id": 7}, "repository": repo(),
+		"sender": map[string]any{"id": 2, "login": "ada", "type": "User"}}
+	issue := map[string]any{"number": 1, "title": "Crash", "body": "b", "state": "open", "locked": false,
+		"user": user(), "labels": []any{map[string]any{"name": "bug"}}}
+	switch event {
+	case "pull_request":
+		m["number"] = 4
+		m["pull_request"] = map[string]any{"number": 4, "state": "open", "draft": true, "merged": false, "title": "T",
+			"body": "b", "user": user(), "html_url": "https://github.com/acme/app/pull/4",
+			"head": map[string]any{"ref": "feature", "sha": sha("a"), "repo": repo()},
+			"base": map[string]any{"ref": "main", "sha": sha("b"), "repo": repo()}}
+		if action == "synchronize" {
+			m["before"], m["after"] = sha("c"), sha("a")
+		}
+	case "issues":
+		m["issue"] = issue
+		if action == "labeled" {
+			m["label"] = map[string]any{"name": "quavon:fix"}
+		}
+		if action == "closed" {
+			issue["state"] = "closed"
+		}
+	case "issue_comment":
+		m["issue"] = issue
+		m["comment"] = map[string]any{"id": 9, "body": "hi", "user": user(),
+			"created_at": "2026-01-02T03:04:05Z", "updated_at": "2026-01-02T03:04:05Z"}
+	}
+	edit(m)
+	body, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ParseWebhook(event, body)
+}
+
+// sub returns the object at keys inside m.
+func sub(m map[string]any, keys ...string) map[string]any {
+	for _, k := range keys {
+		m = m[k].(map[string]any)
+	}
+	return m
+}
+
+func parsedPull(t *testing.T, edit func(m map[string]any)) PullRequest {
+	t.Helper()
+	ev, err := repoEvent(t, "pull_request", "synchronize", edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev.(*PullRequestEvent).PullRequest
+}
+
+func parsedIssue(t *testing.T, action string, edit func(m map[string]any)) *IssuesEvent {
+	t.Helper()
+	ev, err := repoEvent(t, "issues", action, edit)
+	if err != nil {
+		t.Fatalf("%s: %v", action, err)
+	}
+	return ev.(*IssuesEvent)
+}
+
+func prDraftAbsent(t *testing.T) {
+	if parsedPull(t, func(m map[string]any) { delete(sub(m, "pull_request"), "draft") }).Draft {
+		t.Error("a pull request without draft reads as a draft")
+	}
+}
+
+func prMergedNull(t *testing.T) {
+	if parsedPull(t, func(m map[string]any) { sub(m, "pull_request")["merged"] = nil }).Merged {
+		t.Error("merged: null reads as merged")
+	}
+}
+
+func prBodyNull(t *testing.T) {
+	if p := parsedPull(t, func(m map[string]any) { sub(m, "pull_request")["body"] = nil }); p.Body != "" {
+		t.Errorf("body %q", p.Body)
+	}
+}
+
+// prHeadRepoNull: a deleted fork counts as a fork (HeadRepoID 0).
+func prHeadRepoNull(t *testing.T) {
+	if p := parsedPull(t, func(m map[string]any) { sub(m, "pull_request", "head")["repo"] = nil }); p.HeadRepoID != 0 || p.HeadRepo != "" {
+		t.Errorf("head repository %d %q", p.HeadRepoID, p.HeadRepo)
+	}
+}
+
+func eventVisibilityAbsent(t *testing.T) {
+	ev, err := repoEvent(t, "pull_request", "opened", func(m map[string]any) {
+		r := sub(m, "repository")
+		delete(r, "visibility")
+		r["private"] = true
+	})
+	if err != nil || ev.(*PullRequestEvent).Repository.Visibility != "private" {
+		t.Errorf("private repository without visibility: %+v %v", ev, err)
+	}
+}
+
+// prUserNull: the author's account was deleted: no author, so no author
+// rights, and the event still applies (a push to the pull request).
+func prUserNull(t *testing.T) {
+	if p := parsedPull(t, func(m map[string]any) { sub(m, "pull_request")["user"] = nil }); p.Author != "" || p.AuthorID != 0 {
+		t.Errorf("author %q %d", p.Author, p.AuthorID)
+	}
+}
+
+// authorTypeAbsent: an author without a type is accepted for every
+// author field; one with an unknown type or without a login is not.
+func authorTypeAbsent(t *testing.T) {
+	for _, c := range []struct {
+		event, action string
+		path          []string
+	}{
+		{"pull_request", "opened", []string{"pull_request", "user"}},
+		{"issues", "labeled", []string{"issue", "user"}},
+		{"issue_comment", "created", []string{"comment", "user"}},
+	} {
+		if _, err := repoEvent(t, c.event, c.action, func(m map[string]any) { delete(sub(m, c.path...), "type") }); err != nil {
+			t.Errorf("%s %v without type: %v", c.event, c.path, err)
+		}
+		if _, err := repoEvent(t, c.event, c.action, func(m map[string]any) { sub(m, c.path...)["type"] = "Robot" }); err == nil {
+			t.Errorf("%s %v with type Robot accepted", c.event, c.path)
+		}
+		if _, err := repoEvent(t, c.event, c.action, func(m map[string]any) { delete(sub(m, c.path...), "login") }); err == nil {
+			t.Errorf("%s %v without login accepted", c.event, c.path)
+		}
+	}
+}
+
+func issueBodyNull(t *testing.T) {
+	if ev := parsedIssue(t, "labeled", func(m map[string]any) { sub(m, "issue")["body"] = nil }); ev.Issue.Body != "" {
+		t.Errorf("body %q", ev.Issue.Body)
+	}
+}
+
+// issueStateAbsent: "" says the payload did not tell; closed must still
+// say closed.
+func issueStateAbsent(t *testing.T) {
+	for _, action := range []string{"labeled", "transferred", "deleted"} {
+		ev, err := repoEvent(t, "issues", action, func(m map[string]any) {
+			delete(sub(m, "issue"), "state")
+			if action == "transferred" {
+				m["changes"] = map[string]any{"new_issue": map[string]any{"number": 3},
+					"new_repository": map[string]any{"id": 6, "full_name": "acme/other", "owner": map[string]any{"id": 1, "login": "acme"}}}
+			}
+		})
+		if err != nil || ev.(*IssuesEvent).Issue.State != "" {
+			t.Errorf("%s without state: %+v %v", action, ev, err)
+		}
+	}
+	if _, err := repoEvent(t, "issues", "closed", func(m map[string]any) { delete(sub(m, "issue"), "state") }); err == nil {
+		t.Error("closed without state accepted")
+	}
+}
+
+func issueLockedAbsent(t *testing.T) {
+	if parsedIssue(t, "labeled", func(m map[string]any) { delete(sub(m, "issue"), "locked") }).Issue.Locked {
+		t.Error("an issue without locked reads as locked")
+	}
+}
+
+func issueUserNull(t *testing.T) {
+	for _, c := range []struct{ event, action string }{{"issues", "labeled"}, {"issues", "closed"}, {"issue_comment", "created"}} {
+		ev, err := repoEvent(t, c.event, c.action, func(m map[string]any) { sub(m, "issue")["user"] = nil })
+		if err != nil {
+			t.Fatalf("%s.%s with a deleted author: %v", c.event, c.action, err)
+		}
+		var is Issue
+		if e, ok := ev.(*IssuesEvent); ok {
+			is = e.Issue
+		} else {
+			is = ev.(*IssueCommentEvent).Issue
+		}
+		if is.Author != "" || is.AuthorID != 0 {
+			t.Errorf("%s.%s: author %q %d", c.event, c.action, is.Author, is.AuthorID)
+		}
+	}
+}
+
+func issueLabelsAbsent(t *testing.T) {
+	if ev := parsedIssue(t, "labeled", func(m map[string]any) { delete(sub(m, "issue"), "labels") }); len(ev.Issue.Labels) != 0 {
+		t.Errorf("labels %v", ev.Issue.Labels)
+	}
+}
+
+func issuePullRequestAbsent(t *testing.T) {
+	if parsedIssue(t, "labeled", func(m map[string]any) {}).Issue.IsPullRequest {
+		t.Error("an issue without pull_request reads as a pull request")
+	}
+	if !parsedIssue(t, "labeled", func(m map[string]any) { sub(m, "issue")["pull_request"] = map[string]any{"url": "u"} }).Issue.IsPullRequest {
+		t.Error("a pull request's issue reads as an issue")
+	}
+}
+
+// labelAbsent: a labeled event without its label matches no trigger label.
+func labelAbsent(t *testing.T) {
+	if ev := parsedIssue(t, "labeled", func(m map[string]any) { delete(m, "label") }); ev.Label != "" {
+		t.Errorf("label %q", ev.Label)
+	}
+}
+
+func commentUserNull(t *testing.T) {
+	ev, err := repoEvent(t, "issue_comment", "created", func(m map[string]any) { sub(m, "comment")["user"] = nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := ev.(*IssueCommentEvent).Comment; c.Author != "" || c.AuthorID != 0 || c.AuthorType != "" {
+		t.Errorf("author %q %d %q", c.Author, c.AuthorID, c.AuthorType)
 	}
 }

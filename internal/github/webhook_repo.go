@@ -82,18 +82,18 @@ type rawRef struct {
 }
 
 type rawPull struct {
-	Number   int        `json:"number"`
-	NodeID   string     `json:"node_id"`
-	State    string     `json:"state"`
-	Draft    bool       `json:"draft"`
-	Merged   bool       `json:"merged"`
-	MergedAt *string    `json:"merged_at"`
-	Title    string     `json:"title"`
-	Body     *string    `json:"body"`
-	User     rawAccount `json:"user"`
-	Head     rawRef     `json:"head"`
-	Base     rawRef     `json:"base"`
-	HTMLURL  string     `json:"html_url"`
+	Number   int         `json:"number"`
+	NodeID   string      `json:"node_id"`
+	State    string      `json:"state"`
+	Draft    bool        `json:"draft"`
+	Merged   bool        `json:"merged"`
+	MergedAt *string     `json:"merged_at"`
+	Title    string      `json:"title"`
+	Body     *string     `json:"body"`
+	User     *rawAccount `json:"user"`
+	Head     rawRef      `json:"head"`
+	Base     rawRef      `json:"base"`
+	HTMLURL  string      `json:"html_url"`
 }
 
 type rawLabel struct {
@@ -101,22 +101,22 @@ type rawLabel struct {
 }
 
 type rawIssue struct {
-	Number      int        `json:"number"`
-	Title       string     `json:"title"`
-	Body        *string    `json:"body"`
-	State       string     `json:"state"`
-	Locked      bool       `json:"locked"`
-	User        rawAccount `json:"user"`
-	Labels      []rawLabel `json:"labels"`
-	PullRequest *struct{}  `json:"pull_request"`
+	Number      int         `json:"number"`
+	Title       string      `json:"title"`
+	Body        *string     `json:"body"`
+	State       string      `json:"state"`
+	Locked      bool        `json:"locked"`
+	User        *rawAccount `json:"user"`
+	Labels      []rawLabel  `json:"labels"`
+	PullRequest *struct{}   `json:"pull_request"`
 }
 
 type rawComment struct {
-	ID        int64      `json:"id"`
-	Body      *string    `json:"body"`
-	User      rawAccount `json:"user"`
-	CreatedAt string     `json:"created_at"`
-	UpdatedAt string     `json:"updated_at"`
+	ID        int64       `json:"id"`
+	Body      *string     `json:"body"`
+	User      *rawAccount `json:"user"`
+	CreatedAt string      `json:"created_at"`
+	UpdatedAt string      `json:"updated_at"`
 }
 
 var (
@@ -158,6 +158,25 @@ func actor(a rawAccount, field string) (Account, error) {
 		return Account{}, fmt.Errorf("%s.type %q", field, a.Type)
 	}
 	return Account(a), nil
+}
+
+// authorOf checks the user who wrote a pull request, issue or comment. The
+// webhook descriptions let GitHub send null there (a deleted account, shown
+// as "ghost") and leave the type out: a null author is the zero Account,
+// which matches no login and no id and so carries no author rights; a
+// missing type stays empty. An author that is present must otherwise be
+// well formed.
+func authorOf(a *rawAccount, field string) (Account, error) {
+	if a == nil {
+		return Account{}, nil
+	}
+	if a.Type == "" {
+		if a.ID <= 0 || a.Login == "" || len(a.Login) > 100 || !utf8.ValidString(a.Login) {
+			return Account{}, fmt.Errorf("%s: id or login missing or invalid", field)
+		}
+		return Account(*a), nil
+	}
+	return actor(*a, field)
 }
 
 // text checks a user-written text against GitHub's limit.
@@ -207,7 +226,7 @@ func parsePullRequestEvent(p rawPayload) (*PullRequestEvent, error) {
 	if p.Number <= 0 || raw.Number != p.Number {
 		return nil, fmt.Errorf("number %d and pull_request.number %d", p.Number, raw.Number)
 	}
-	author, err := actor(raw.User, "pull_request.user")
+	author, err := authorOf(raw.User, "pull_request.user")
 	if err != nil {
 		return nil, err
 	}
@@ -268,10 +287,13 @@ func issue(raw *rawIssue, field string) (Issue, error) {
 	if raw.Number <= 0 {
 		return Issue{}, fmt.Errorf("%s.number missing", field)
 	}
-	if raw.State != "open" && raw.State != "closed" {
+	// The issues descriptions leave state out of some actions (labeled,
+	// transferred, deleted): "" means the payload did not say; readers
+	// that need it read the issue live.
+	if raw.State != "" && raw.State != "open" && raw.State != "closed" {
 		return Issue{}, fmt.Errorf("%s.state %q", field, raw.State)
 	}
-	author, err := actor(raw.User, field+".user")
+	author, err := authorOf(raw.User, field+".user")
 	if err != nil {
 		return Issue{}, err
 	}
@@ -321,11 +343,12 @@ func parseIssuesEvent(p rawPayload) (*IssuesEvent, error) {
 	ev := &IssuesEvent{Action: p.Action, InstallationID: p.Installation.ID, Repository: repo, Issue: is, Sender: sender}
 	switch p.Action {
 	case "labeled":
-		if p.Label == nil {
-			return nil, errors.New("labeled: label missing")
-		}
-		if ev.Label, err = label(*p.Label, "label"); err != nil {
-			return nil, err
+		// The description makes label optional: without one, Label stays
+		// "" and matches no trigger label.
+		if p.Label != nil {
+			if ev.Label, err = label(*p.Label, "label"); err != nil {
+				return nil, err
+			}
 		}
 	case "closed":
 		if is.State != "closed" {
@@ -362,7 +385,7 @@ func parseIssueCommentEvent(p rawPayload) (*IssueCommentEvent, error) {
 	if c == nil || c.ID <= 0 {
 		return nil, errors.New("comment missing")
 	}
-	author, err := actor(c.User, "comment.user")
+	author, err := authorOf(c.User, "comment.user")
 	if err != nil {
 		return nil, err
 	}

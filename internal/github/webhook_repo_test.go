@@ -179,8 +179,6 @@ func TestParseRepositoryEventsRefuses(t *testing.T) {
 			func(m map[string]any) { sub(m, "sender")["type"] = "Robot" }},
 		{"no sender", "issues", func() map[string]any { return s.IssuesEvent("labeled", inst, repo, n, "alice", "x") },
 			func(m map[string]any) { delete(m, "sender") }},
-		{"labeled without label", "issues", func() map[string]any { return s.IssuesEvent("labeled", inst, repo, n, "alice", "x") },
-			func(m map[string]any) { delete(m, "label") }},
 		{"label over 50", "issues", func() map[string]any { return s.IssuesEvent("labeled", inst, repo, n, "alice", "x") },
 			func(m map[string]any) { sub(m, "label")["name"] = strings.Repeat("l", 51) }},
 		{"101 labels", "issues", func() map[string]any { return s.IssuesEvent("labeled", inst, repo, n, "alice", "x") },
