@@ -96,11 +96,11 @@ func severityRank(s sast.Severity) int {
 }
 
 func sastIncomplete(s *SAST) bool {
-	if s.Failed != "" {
+	if s.Failed != "" || len(s.NotScanned) > 0 || s.NotScannedDropped > 0 {
 		return true
 	}
 	for _, t := range s.Tools {
-		if t.Incomplete || t.Status == sast.StatusFailed || t.Status == sast.StatusMissing || t.Status == sast.StatusTimedOut {
+		if t.Incomplete || t.Status == sast.StatusPartial || t.Status == sast.StatusFailed || t.Status == sast.StatusMissing || t.Status == sast.StatusTimedOut {
 			return true
 		}
 	}

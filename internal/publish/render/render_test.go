@@ -507,3 +507,44 @@ func checkGolden(t *testing.T, name, got string) {
 		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", p, got, want)
 	}
 }
+
+// TestPartialScanIsNeverClean: a tool that did not fully scan some files,
+// or files no tool scanned, make the scan incomplete in the review body
+// and the check run, and every such file is named with its reason.
+func TestPartialScanIsNeverClean(t *testing.T) {
+	r := newRenderer(t)
+	rv := Review{Marker: marker, HeadSHA: headSHA, SAST: &SAST{
+		Tools: []ToolRun{{Tool: "gosec", Status: sast.StatusPartial, Findings: 2, Incomplete: true, Detail: "1 package not loaded"},
+			{Tool: "ruff", Status: sast.StatusOK}},
+		NotScanned: []NotScanned{{Path: "cmd/x.go", Tool: "gosec", Reason: "build constraints exclude all Go files"},
+			{Path: "big.py", Reason: "over the 1 MiB per-file cap"}},
+		NotScannedDropped: 3,
+	}}
+	body, err := r.ReviewBody(rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspect(t, r, body, nil, []string{marker.Comment()}, 0)
+	out, err := r.CheckRun(rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inspect(t, r, out.Summary, nil, nil, 0)
+	if !strings.Contains(out.Title, "scanners incomplete") {
+		t.Errorf("check run title %q", out.Title)
+	}
+	for name, s := range map[string]string{"body": body, "check run": out.Summary} {
+		for _, want := range []string{"⚠ partial: 1 package not loaded", "| 2 |", "Not fully scanned", "`cmd/x.go`", "build constraints exclude all Go files",
+			"`big.py`", "over the 1 MiB per-file cap", "3 files more"} {
+			if !strings.Contains(s, want) {
+				t.Errorf("%s: no %q in\n%s", name, want, s)
+			}
+		}
+	}
+	// Files left out alone (every tool ran fine) still make it incomplete.
+	only := Review{Marker: marker, HeadSHA: headSHA, SAST: &SAST{Tools: []ToolRun{{Tool: "ruff", Status: sast.StatusOK}},
+		NotScanned: []NotScanned{{Path: "a.py", Reason: "a symbolic link"}}}}
+	if out, err := r.CheckRun(only); err != nil || !strings.Contains(out.Title, "scanners incomplete") {
+		t.Errorf("not-scanned file alone: %v %q", err, out.Title)
+	}
+}

@@ -207,6 +207,20 @@ type SAST struct {
 	// (Quavon's words); then Tools may be empty.
 	Failed string
 	Tools  []ToolRun
+	// NotScanned are changed files a scanner that covers them did not
+	// fully scan (Tool is empty when no scanner was given the file), with
+	// the reason; NotScannedDropped counts those past the scan's own cap.
+	// Any of them makes the scan incomplete: never "no findings" alone.
+	NotScanned        []NotScanned
+	NotScannedDropped int
+}
+
+// NotScanned is a changed file that was not fully scanned, and why
+// (Quavon's words or the tool's: untrusted).
+type NotScanned struct {
+	Path   string
+	Tool   string
+	Reason string
 }
 
 // ToolRun is one scanner's outcome.
@@ -448,6 +462,7 @@ func (r *Renderer) findingList(fs []Finding) string {
 
 var toolStatusText = map[sast.Status]string{
 	sast.StatusOK:       "✅ ran",
+	sast.StatusPartial:  "⚠ partial",
 	sast.StatusFailed:   "⚠ failed",
 	sast.StatusMissing:  "⚠ missing from the scanner image",
 	sast.StatusTimedOut: "⚠ timed out",
@@ -473,11 +488,29 @@ func (r *Renderer) sastTable(s *SAST) string {
 			st += ": " + r.san.Cell(t.Detail, maxDetailBytes)
 		}
 		n := "—"
-		if t.Status == sast.StatusOK {
+		if t.Status == sast.StatusOK || t.Status == sast.StatusPartial {
 			n = strconv.Itoa(t.Findings)
 		}
 		return "| " + codeCell(t.Tool, 60) + " | " + st + " | " + n + " |"
 	}, budgetSAST, func(n int) string { return fmt.Sprintf("| … | %d more tools | |", n) }))
+	if len(s.NotScanned) > 0 || s.NotScannedDropped > 0 {
+		b.WriteString("\n\n**Not fully scanned** (the results above do not cover these lines):\n\n")
+		cut := false
+		b.WriteString(capRows(len(s.NotScanned), maxListed, func(i int) string {
+			n := s.NotScanned[i]
+			l := "- " + path(n.Path, 0, false)
+			if n.Tool != "" {
+				l += " (" + codeCell(n.Tool, 60) + ")"
+			}
+			return l + ": " + r.san.Inline(n.Reason, maxDetailBytes)
+		}, budgetSkipped, func(n int) string { cut = true; return more(n+s.NotScannedDropped, "files") }))
+		if !cut && s.NotScannedDropped > 0 {
+			if len(s.NotScanned) > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(more(s.NotScannedDropped, "files"))
+		}
+	}
 	return b.String()
 }
 
