@@ -9,5 +9,5 @@ import (
 // quavon-api holds the database and webhook secrets: no app key, no write token, no model, no sandbox key, no Docker (ARCHITECTURE.md, processes).
 func TestDeps(t *testing.T) {
 	t.Parallel()
-	deptest.Check(t, deptest.All(deptest.AppKeys, deptest.Writes, deptest.Models, deptest.Containers, deptest.SandboxKeys, deptest.Valkey, deptest.Proxy))
+	deptest.Check(t, deptest.All(deptest.Runner, deptest.Entry, deptest.AppKeys, deptest.Writes, deptest.Models, deptest.Containers, deptest.SandboxKeys, deptest.Valkey, deptest.Proxy))
 }

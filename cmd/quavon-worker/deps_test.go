@@ -9,5 +9,5 @@ import (
 // quavon-worker holds the database, model keys and the sandbox key: no app key, no write token, no Docker.
 func TestDeps(t *testing.T) {
 	t.Parallel()
-	deptest.Check(t, deptest.All(deptest.AppKeys, deptest.Writes, deptest.Containers, deptest.Proxy))
+	deptest.Check(t, deptest.All(deptest.Runner, deptest.Entry, deptest.AppKeys, deptest.Writes, deptest.Containers, deptest.Proxy))
 }

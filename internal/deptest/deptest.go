@@ -60,6 +60,7 @@ var (
 		{"github.com/docker/...", "the container runtime (SB6): only quavon-sandbox-runner and quavon scan"},
 		{"github.com/moby/...", "the container runtime (SB6): only quavon-sandbox-runner and quavon scan"},
 		{"github.com/containerd/...", "the container runtime (SB6): only quavon-sandbox-runner and quavon scan"},
+		{"k8s.io/...", "the Kubernetes API creates sandbox pods (SB6): only quavon-sandbox-runner"},
 	}
 	// Runner: the runner's code drives the runtime.
 	Runner = []Rule{{q + "internal/sandbox/runner/...", "the sandbox runner's code: only quavon-sandbox-runner and quavon scan"}}
@@ -104,14 +105,24 @@ func All(groups ...[]Rule) []Rule { return slices.Concat(groups...) }
 func Check(t *testing.T, forbidden []Rule) {
 	t.Helper()
 	deps := List(t, ".")
+	for _, v := range Violations(deps, forbidden) {
+		t.Error(v)
+	}
+	checkSnapshot(t, deps)
+}
+
+// Violations names each package of deps that a rule forbids, with the
+// rule's reason.
+func Violations(deps []string, forbidden []Rule) []string {
+	var out []string
 	for _, d := range deps {
 		for _, r := range forbidden {
 			if r.matches(d) {
-				t.Errorf("links %s: %s", d, r.Reason)
+				out = append(out, fmt.Sprintf("links %s: %s", d, r.Reason))
 			}
 		}
 	}
-	checkSnapshot(t, deps)
+	return out
 }
 
 // List returns the import closure of pkg for linux/amd64 without cgo (the
