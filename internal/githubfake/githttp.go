@@ -3,6 +3,8 @@ package githubfake
 import (
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -157,6 +159,7 @@ func (s *Server) serveGit(w http.ResponseWriter, c *call) bool {
 	w.Header().Set("Cache-Control", "no-cache")
 	c.status = http.StatusOK
 	w.WriteHeader(http.StatusOK)
+	req.session = negotiationKey(c.r.Header.Get("Authorization"), r.FullName(), req)
 	if err := r.uploadPack(w, req); err != nil {
 		// Too late for a status: git reports the broken stream.
 		_ = pktline.NewEncoder(w).Encodef("ERR %s\n", err)
@@ -215,6 +218,16 @@ type uploadPackReq struct {
 	// client's first round of a shallow fetch, answered with the shallow
 	// list alone.
 	needsOnly bool
+	// session names one client's negotiation across its stateless
+	// requests: its credentials, the repository and the wants section.
+	session string
+}
+
+// negotiationKey names a negotiation (see uploadPack).
+func negotiationKey(auth, repo string, req uploadPackReq) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%s\x00%d\x00%v\x00%v", auth, repo, req.depth, req.Wants, req.Shallows)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // parseUploadPack reads a v0 upload-pack request: the wants section (want
@@ -295,11 +308,20 @@ func (r *Repo) uploadPack(w io.Writer, req uploadPackReq) error {
 			return nil
 		}
 	}
+	// Without multi_ack (go-git's server has none), git's stateless client
+	// ends the negotiation at the first ACK and sends "done" without haves,
+	// reading no ACK or NAK before the pack. The emulator keeps what that
+	// round had in common until the "done", as the one process it is.
 	var common []plumbing.Hash
 	for _, h := range req.haves {
 		if _, err := object.GetCommit(r.st, h); err == nil {
 			common = append(common, h)
 		}
+	}
+	s := r.s
+	remembered, afterACK := s.acked[req.session]
+	if req.done {
+		delete(s.acked, req.session)
 	}
 	e := pktline.NewEncoder(w)
 	ack := func() error {
@@ -309,9 +331,17 @@ func (r *Repo) uploadPack(w io.Writer, req uploadPackReq) error {
 		return e.EncodeString("NAK\n")
 	}
 	if !req.done {
+		if len(common) > 0 {
+			if s.acked == nil || len(s.acked) > 1000 {
+				s.acked = map[string][]plumbing.Hash{}
+			}
+			s.acked[req.session] = append(remembered, common...)
+		}
 		return ack()
 	}
-	if err := ack(); err != nil {
+	if afterACK && len(req.haves) == 0 {
+		common = remembered
+	} else if err := ack(); err != nil {
 		return err
 	}
 	var objs []plumbing.Hash

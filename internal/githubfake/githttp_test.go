@@ -239,3 +239,29 @@ func TestGitShallowFetch(t *testing.T) {
 		t.Errorf("--shallow-since served:\n%s", out)
 	}
 }
+
+// A client with more than one round of haves (16 a round) gets its ACK in
+// a first round and the pack after its "done": an incremental fetch from a
+// repository with history, the pack holding only the new objects.
+func TestGitFetchNegotiatesOverRounds(t *testing.T) {
+	w := newWorld(t)
+	s, repo := w.s, w.repo
+	url := s.URL + "/acme/app.git"
+	tok := s.InstallationToken(w.inst, map[string]string{"contents": "read"}, "app")
+	for i := range 40 {
+		repo.Commit("main", map[string]string{"h.txt": fmt.Sprintf("v%d\n", i)}, "history")
+	}
+	dir := filepath.Join(t.TempDir(), "app")
+	gitOK(t, "", tok, "clone", "--quiet", "--bare", url, dir)
+	for i := range 3 {
+		repo.Commit("main", map[string]string{"n.txt": fmt.Sprintf("n%d\n", i)}, "new")
+	}
+	out := gitOK(t, dir, tok, "-c", "fetch.unpackLimit=1000", "fetch", "--no-tags", "-v", url, "+refs/heads/main:refs/heads/main")
+	if got := gitOK(t, dir, "", "rev-parse", "refs/heads/main"); got != repo.Ref("main") {
+		t.Fatalf("main %s, want %s\n%s", got, repo.Ref("main"), out)
+	}
+	// 3 commits, 3 trees, 3 blobs: nothing of the history again.
+	if got := gitOK(t, dir, "", "count-objects"); !strings.HasPrefix(got, "9 objects") {
+		t.Errorf("the fetch stored %s (want 9 loose objects)", got)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-git/go-git/v5/plumbing"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -86,8 +87,11 @@ type Server struct {
 	repos         map[string]*Repo // by lower-case full name
 	faults        []*Fault
 	requests      []Request
-	rateUsed      map[string]int // per rate-limit bucket
-	auto          autoState
+	// acked holds the common commits a fetch negotiation's round was
+	// ACKed for, until its "done" request (githttp.go).
+	acked    map[string][]plumbing.Hash
+	rateUsed map[string]int // per rate-limit bucket
+	auto     autoState
 }
 
 // New starts an emulator that is closed when the test ends.

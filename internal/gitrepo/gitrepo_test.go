@@ -467,3 +467,72 @@ func TestTreeFilesSnapshot(t *testing.T) {
 		t.Fatal("not deterministic")
 	}
 }
+
+// A run fetches only the commits it needs: a pull request's head and base
+// at depth 1 (one commit each, none of the older blobs), then Deepen finds
+// their merge base with more history, still not the whole of it.
+func TestShallowFetchTakesOnlyWhatARunNeeds(t *testing.T) {
+	e := newFetchEnv(t)
+	ctx := context.Background()
+	for i := range 250 {
+		e.repo.Commit("main", map[string]string{"hist.txt": fmt.Sprintf("v%d\n", i)}, "old history")
+	}
+	base := e.repo.Ref("main")
+	head := e.repo.Commit("feature", map[string]string{"f.go": "package f\n"}, "the change")
+	for i := range 60 {
+		e.repo.Commit("main", map[string]string{"main.txt": fmt.Sprintf("m%d\n", i)}, "main moves on")
+	}
+	mainTip := e.repo.Ref("main")
+	h := e.open(t)
+	tok := e.token("app")
+	refspecs := []string{"+refs/heads/feature:refs/quavon/head", "+refs/heads/main:refs/quavon/base"}
+	if err := h.Fetch(ctx, e.url, tok, refspecs, gitrepo.FetchOptions{Depth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	gitDir := filepath.Join(e.cache.Dir(), "t1", "github.com", "acme", "app.git")
+	commits := func() int {
+		var n int
+		fmt.Sscan(git(t, gitDir, "rev-list", "--count", "--all"), &n)
+		return n
+	}
+	if n := commits(); n != 2 {
+		t.Fatalf("depth 1: %d commits in the cache, want 2", n)
+	}
+	blobs, err := h.Blobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	has := func(content string) bool {
+		_, err := blobs.Read(gitrepo.BlobSHA([]byte(content)), 0)
+		if err != nil && !errors.Is(err, gitrepo.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if !has("v249\n") || !has("m59\n") || has("v248\n") || has("m58\n") {
+		t.Fatal("depth 1: the tips' blobs missing or older ones fetched")
+	}
+	if _, err := h.MergeBase(ctx, head, mainTip); !errors.Is(err, gitrepo.ErrNotFound) {
+		t.Fatalf("a merge base with one commit of each side: %v", err)
+	}
+
+	mb, err := h.Deepen(ctx, e.url, tok, refspecs, head, mainTip)
+	if err != nil || mb != base {
+		t.Fatalf("Deepen: %s %v, want %s", mb, err, base)
+	}
+	// Depth 50 reaches the base from the head, not from main (61 commits
+	// away); depth 200 does, and stops 200 commits down: the oldest
+	// history stays on the server.
+	if n, all := commits(), 250+1+1+60; n >= all || n < 200 {
+		t.Fatalf("after Deepen: %d commits in the cache (the whole history is %d)", n, all)
+	} else {
+		t.Logf("after Deepen: %d of %d commits in the cache", n, all)
+	}
+	if has("v0\n") || !has("v100\n") {
+		t.Fatal("after Deepen: the oldest blob fetched, or the history near the base missing")
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "shallow")); err != nil {
+		t.Fatalf("the cache is not shallow: %v", err)
+	}
+}
