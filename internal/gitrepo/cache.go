@@ -200,9 +200,20 @@ func (h *Handle) Fetch(ctx context.Context, remote, token string, refspecs []str
 	args = append(args, "--end-of-options", remote)
 	args = append(args, refspecs...)
 	if _, err := h.r.out(ctx, 1<<20, tokenEnv(token), args...); err != nil {
+		h.removeTemporaries()
 		return fmt.Errorf("%w: %v", ErrFetch, redact(err, token))
 	}
 	return nil
+}
+
+// removeTemporaries deletes what a failed fetch leaves in objects/pack (a
+// pack git's fsck refused stays there as tmp_pack_*). Called with the
+// fetch lock held, so no fetch is writing one.
+func (h *Handle) removeTemporaries() {
+	m, _ := filepath.Glob(filepath.Join(h.path, "objects", "pack", "tmp_*"))
+	for _, p := range m {
+		os.Remove(p)
+	}
 }
 
 // Deepen fetches more history of refspecs until a and b have a merge base
@@ -229,6 +240,9 @@ func (h *Handle) Deepen(ctx context.Context, remote, token string, refspecs []st
 			return "", err
 		}
 		_, err = h.r.out(ctx, 1<<20, tokenEnv(token), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--unshallow", "--end-of-options", remote)
+		if err != nil {
+			h.removeTemporaries()
+		}
 		unlock()
 		if err != nil {
 			return "", fmt.Errorf("%w: %v", ErrFetch, redact(err, token))
