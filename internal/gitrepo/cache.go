@@ -201,9 +201,20 @@ func (h *Handle) Fetch(ctx context.Context, remote, token string, refspecs []str
 	args = append(args, refspecs...)
 	if _, err := h.r.out(ctx, 1<<20, tokenEnv(token), args...); err != nil {
 		h.removeTemporaries()
-		return fmt.Errorf("%w: %v", ErrFetch, redact(err, token))
+		return fetchError(err, token)
 	}
 	return nil
+}
+
+// fetchError wraps a failed fetch's error in ErrFetch, and in
+// ErrTokenRefused when the server answered 401 (git then asks for a user
+// name, which it may not: "terminal prompts disabled").
+func fetchError(err error, token string) error {
+	msg := redact(err, token)
+	if strings.Contains(msg, "terminal prompts disabled") || strings.Contains(msg, "Authentication failed") {
+		return fmt.Errorf("%w: %w (401: the token is expired, revoked or not one GitHub knows): %s", ErrFetch, ErrTokenRefused, msg)
+	}
+	return fmt.Errorf("%w: %s", ErrFetch, msg)
 }
 
 // removeTemporaries deletes what a failed fetch leaves in objects/pack (a
@@ -245,7 +256,7 @@ func (h *Handle) Deepen(ctx context.Context, remote, token string, refspecs []st
 		}
 		unlock()
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrFetch, redact(err, token))
+			return "", fetchError(err, token)
 		}
 	}
 	return h.MergeBase(ctx, a, b)

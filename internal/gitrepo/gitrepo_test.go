@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -258,6 +259,11 @@ func TestFetchRefusals(t *testing.T) {
 		err := h.Fetch(ctx, e.url, tok, []string{"refs/heads/main"}, gitrepo.FetchOptions{})
 		if !errors.Is(err, gitrepo.ErrFetch) {
 			t.Errorf("%s: %v", name, err)
+		}
+		// 401 for a token GitHub does not know (or none on a private
+		// repository), 404 for one that does not cover the repository.
+		if refused := name != "token of another repository"; errors.Is(err, gitrepo.ErrTokenRefused) != refused {
+			t.Errorf("%s: ErrTokenRefused %v, want %v: %v", name, !refused, refused, err)
 		}
 		if tok != "" && strings.Contains(err.Error(), tok) {
 			t.Errorf("%s: the error holds the token: %v", name, err)
@@ -534,5 +540,60 @@ func TestShallowFetchTakesOnlyWhatARunNeeds(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(gitDir, "shallow")); err != nil {
 		t.Fatalf("the cache is not shallow: %v", err)
+	}
+}
+
+// A token revoked at GitHub (DELETE /installation/token, as the broker
+// does when it is done with one) fails the fetch with a clear error, and a
+// new repository is left with nothing fetched: no ref, no object, no token.
+func TestFetchWithARevokedToken(t *testing.T) {
+	e := newFetchEnv(t)
+	ctx := context.Background()
+	tok := e.token("app")
+	req, err := http.NewRequest(http.MethodDelete, e.srv.URL+"/installation/token", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("revoke: %s", resp.Status)
+	}
+	h := e.open(t)
+	err = h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{Depth: 1})
+	if !errors.Is(err, gitrepo.ErrFetch) || !errors.Is(err, gitrepo.ErrTokenRefused) || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("fetch with a revoked token: %v", err)
+	}
+	if strings.Contains(err.Error(), tok) {
+		t.Fatalf("the error holds the token: %v", err)
+	}
+	if _, err := h.ResolveCommit(ctx, "refs/quavon/main"); !errors.Is(err, gitrepo.ErrNotFound) {
+		t.Fatalf("a ref after the refused fetch: %v", err)
+	}
+	gitDir := filepath.Join(e.cache.Dir(), "t1", "github.com", "acme", "app.git")
+	var left []string
+	filepath.WalkDir(gitDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(gitDir, p)
+		if !d.IsDir() && (strings.HasPrefix(rel, "objects/") || strings.HasPrefix(rel, "refs/") || rel == "shallow" || rel == "FETCH_HEAD") {
+			left = append(left, rel)
+		}
+		if b, _ := os.ReadFile(p); !d.IsDir() && bytes.Contains(b, []byte(tok)) {
+			left = append(left, "the token in "+rel)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Fatalf("the refused fetch left %v", left)
+	}
+	// The same repository fetches with a live token.
+	if err := h.Fetch(ctx, e.url, e.token("app"), []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{Depth: 1}); err != nil {
+		t.Fatal(err)
 	}
 }
