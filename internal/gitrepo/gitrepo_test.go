@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,32 +338,84 @@ func TestTokenNeverInArgv(t *testing.T) {
 	}
 }
 
+// Two fetches of one repository: the second waits for the first. The
+// first is held inside the server (its upload-pack request blocks) while the
+// second runs; the second must not reach the server until the first is
+// released. Readers are not held up by a fetch.
 func TestOneFetchAtATimeAndEviction(t *testing.T) {
 	e := newFetchEnv(t)
 	ctx := context.Background()
 	tok := e.token("app")
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h, err := e.cache.Open(ctx, gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer h.Close()
-			errs <- h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{})
-		}()
+	key := gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"}
+	// A first fetch, so a reader has something to read during the next.
+	first := e.open(t)
+	if err := first.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	e.repo.Commit("main", map[string]string{"b.go": "package a\n"}, "more")
+
+	upstream, _ := url.Parse(e.srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	var mu sync.Mutex
+	var refsCalls int
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce sync.Once
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			mu.Lock()
+			refsCalls++
+			mu.Unlock()
 		}
+		if strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+			hold := false
+			holdOnce.Do(func() { hold = true })
+			if hold {
+				close(held)
+				<-release
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	frontURL := front.URL + "/acme/app.git"
+
+	fetch := func() error {
+		h, err := e.cache.Open(ctx, key)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		return h.Fetch(ctx, frontURL, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{})
 	}
+	errA, errB := make(chan error, 1), make(chan error, 1)
+	go func() { errA <- fetch() }()
+	<-held // A holds the fetch lock and is inside the server.
+	go func() { errB <- fetch() }()
+	// B gets a fair chance to reach the server; with the lock it cannot.
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	during := refsCalls
+	mu.Unlock()
+	// A reader of the repository is not held up by the fetch.
+	if got, err := first.ResolveCommit(ctx, "refs/quavon/main"); err != nil || got == "" {
+		t.Fatalf("a reader during a fetch: %v", err)
+	}
+	close(release)
+	a, b := <-errA, <-errB
+	if during != 1 {
+		t.Fatalf("%d ref advertisements requested while the first fetch held the lock: the second fetch did not wait (fetches: %v, %v)", during, a, b)
+	}
+	if a != nil || b != nil {
+		t.Fatal(a, b)
+	}
+	if refsCalls != 2 {
+		t.Fatalf("%d ref advertisements in all, want 2", refsCalls)
+	}
+	if got, _ := first.ResolveCommit(ctx, "refs/quavon/main"); got != e.repo.Ref("main") {
+		t.Fatalf("after both fetches: %s, want %s", got, e.repo.Ref("main"))
+	}
+	first.Close()
+
 	small, err := gitrepo.NewCache(gitrepo.CacheConfig{Dir: e.cache.Dir(), MaxBytes: 1, AllowHTTP: true})
 	if err != nil {
 		t.Fatal(err)
