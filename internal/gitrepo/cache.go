@@ -228,7 +228,7 @@ func (h *Handle) removeTemporaries() {
 }
 
 // Deepen fetches more history of refspecs until a and b have a merge base
-// (doubling the depth from 50, then the whole history). It is how a
+// (depth 50, 200, 800, 3200, then the whole history). It is how a
 // shallow fetch of a pull request's head and base finds their merge base.
 func (h *Handle) Deepen(ctx context.Context, remote, token string, refspecs []string, a, b string) (string, error) {
 	if mb, err := h.MergeBase(ctx, a, b); err == nil {
