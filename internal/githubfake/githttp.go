@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -223,6 +224,12 @@ type uploadPackReq struct {
 	session string
 }
 
+// ackedRound is what a negotiation's ACKed round had in common.
+type ackedRound struct {
+	common []plumbing.Hash
+	at     time.Time
+}
+
 // negotiationKey names a negotiation (see uploadPack).
 func negotiationKey(auth, repo string, req uploadPackReq) string {
 	h := sha256.New()
@@ -319,7 +326,14 @@ func (r *Repo) uploadPack(w io.Writer, req uploadPackReq) error {
 		}
 	}
 	s := r.s
-	remembered, afterACK := s.acked[req.session]
+	round, afterACK := s.acked[req.session]
+	// A negotiation abandoned after its ACK is forgotten soon: a later
+	// fetch with the same credentials and wants is another one.
+	afterACK = afterACK && time.Since(round.at) < 30*time.Second
+	remembered := round.common
+	if !afterACK {
+		remembered = nil
+	}
 	if req.done {
 		delete(s.acked, req.session)
 	}
@@ -333,9 +347,9 @@ func (r *Repo) uploadPack(w io.Writer, req uploadPackReq) error {
 	if !req.done {
 		if len(common) > 0 {
 			if s.acked == nil || len(s.acked) > 1000 {
-				s.acked = map[string][]plumbing.Hash{}
+				s.acked = map[string]ackedRound{}
 			}
-			s.acked[req.session] = append(remembered, common...)
+			s.acked[req.session] = ackedRound{common: append(remembered, common...), at: time.Now()}
 		}
 		return ack()
 	}

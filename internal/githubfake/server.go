@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/go-git/go-git/v5/plumbing"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -89,7 +88,7 @@ type Server struct {
 	requests      []Request
 	// acked holds the common commits a fetch negotiation's round was
 	// ACKed for, until its "done" request (githttp.go).
-	acked    map[string][]plumbing.Hash
+	acked    map[string]ackedRound
 	rateUsed map[string]int // per rate-limit bucket
 	auto     autoState
 }
