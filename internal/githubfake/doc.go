@@ -159,7 +159,8 @@
 // # Git over HTTP
 //
 // URL/<owner>/<repo>.git serves git fetch and clone (smart HTTP, protocol
-// v0: go-git's server side has no v2; no shallow, filter or side-band)
+// v0: go-git's server side has no v2; shallow fetches with --depth,
+// deepening and --unshallow; no filter, deepen-since/-not or side-band)
 // with the REST API's token rules: contents:read on a repository in the
 // token's scope, public repositories open, suspended installations 403,
 // expired tokens 401. Tokens come as Basic "x-access-token:<token>" or a

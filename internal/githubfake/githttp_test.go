@@ -144,3 +144,124 @@ func TestGitTokenRules(t *testing.T) {
 		t.Errorf("push allowed:\n%s", out)
 	}
 }
+
+// Shallow fetches: --depth takes only the commits asked for (and their
+// trees), a deeper fetch unshallows the old boundary and sends only what is
+// new, --unshallow completes the history; the result passes fsck.
+func TestGitShallowFetch(t *testing.T) {
+	w := newWorld(t)
+	s, repo := w.s, w.repo
+	url := s.URL + "/acme/app.git"
+	tok := s.InstallationToken(w.inst, map[string]string{"contents": "read"}, "app")
+	var commits []string
+	for i := range 10 {
+		commits = append(commits, repo.Commit("main", map[string]string{"hist.txt": fmt.Sprintf("v%d\n", i)}, fmt.Sprintf("c%d", i)))
+	}
+	total := len(commits) + 1 // and the repository's first commit
+	dir := filepath.Join(t.TempDir(), "app.git")
+	gitOK(t, "", "", "init", "--quiet", "--bare", dir)
+	hasObject := func(content string) bool {
+		c := exec.Command(testenv.Program(t, "git"), "hash-object", "--stdin")
+		c.Stdin = strings.NewReader(content)
+		oid, err := c.Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = gitRun(t, dir, "", "cat-file", "-e", strings.TrimSpace(string(oid)))
+		return err == nil
+	}
+	count := func() string { return gitOK(t, dir, "", "rev-list", "--count", "refs/heads/main") }
+	shallow := func() string {
+		b, _ := os.ReadFile(filepath.Join(dir, "shallow"))
+		return strings.TrimSpace(string(b))
+	}
+	fetch := func(args ...string) {
+		t.Helper()
+		gitOK(t, dir, tok, append(append([]string{"fetch", "--quiet", "--no-tags"}, args...), url, "+refs/heads/main:refs/heads/main")...)
+	}
+
+	fetch("--depth=1")
+	if got := count(); got != "1" {
+		t.Fatalf("--depth=1: %s commits", got)
+	}
+	if got := shallow(); got != commits[9] {
+		t.Fatalf("--depth=1: shallow %q, want %s", got, commits[9])
+	}
+	if !hasObject("v9\n") || hasObject("v8\n") || hasObject("v0\n") {
+		t.Fatal("--depth=1: the tip's blob missing or an older one sent")
+	}
+
+	fetch("--depth=4")
+	if got := count(); got != "4" {
+		t.Fatalf("--depth=4: %s commits", got)
+	}
+	if got := shallow(); got != commits[6] {
+		t.Fatalf("--depth=4: shallow %q, want %s", got, commits[6])
+	}
+	if !hasObject("v6\n") || hasObject("v5\n") {
+		t.Fatal("--depth=4: wrong blobs")
+	}
+
+	// A push, then a shallow repository fetches without a depth: only the
+	// new commit, the boundary unchanged.
+	commits = append(commits, repo.Commit("main", map[string]string{"hist.txt": "v10\n"}, "c10"))
+	total++
+	fetch()
+	if got := count(); got != "5" {
+		t.Fatalf("after a push: %s commits", got)
+	}
+	if got := shallow(); got != commits[6] {
+		t.Fatalf("after a push: shallow %q", got)
+	}
+
+	fetch("--unshallow")
+	if got := count(); got != fmt.Sprint(total) {
+		t.Fatalf("--unshallow: %s commits, want %d", got, total)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "shallow")); !os.IsNotExist(err) {
+		t.Fatalf("--unshallow left a shallow file: %v", err)
+	}
+	if !hasObject("v0\n") {
+		t.Fatal("--unshallow: old blob missing")
+	}
+	if out, err := gitRun(t, dir, "", "fsck", "--strict", "--no-dangling"); err != nil {
+		t.Fatalf("fsck: %v\n%s", err, out)
+	}
+
+	// A shallow clone over protocol v0 explicitly, and refusals of what is
+	// not served.
+	dir2 := filepath.Join(t.TempDir(), "c")
+	gitOK(t, "", tok, "-c", "protocol.version=0", "clone", "--quiet", "--bare", "--depth=2", url, dir2)
+	if got := gitOK(t, dir2, "", "rev-list", "--count", "HEAD"); got != "2" {
+		t.Fatalf("clone --depth=2: %s commits", got)
+	}
+	if out, err := gitRun(t, "", tok, "clone", "--quiet", "--bare", "--shallow-since=2000-01-01", url, filepath.Join(t.TempDir(), "d")); err == nil {
+		t.Errorf("--shallow-since served:\n%s", out)
+	}
+}
+
+// A client with more than one round of haves (16 a round) gets its ACK in
+// a first round and the pack after its "done": an incremental fetch from a
+// repository with history, the pack holding only the new objects.
+func TestGitFetchNegotiatesOverRounds(t *testing.T) {
+	w := newWorld(t)
+	s, repo := w.s, w.repo
+	url := s.URL + "/acme/app.git"
+	tok := s.InstallationToken(w.inst, map[string]string{"contents": "read"}, "app")
+	for i := range 40 {
+		repo.Commit("main", map[string]string{"h.txt": fmt.Sprintf("v%d\n", i)}, "history")
+	}
+	dir := filepath.Join(t.TempDir(), "app")
+	gitOK(t, "", tok, "clone", "--quiet", "--bare", url, dir)
+	for i := range 3 {
+		repo.Commit("main", map[string]string{"n.txt": fmt.Sprintf("n%d\n", i)}, "new")
+	}
+	out := gitOK(t, dir, tok, "-c", "fetch.unpackLimit=1000", "fetch", "--no-tags", "-v", url, "+refs/heads/main:refs/heads/main")
+	if got := gitOK(t, dir, "", "rev-parse", "refs/heads/main"); got != repo.Ref("main") {
+		t.Fatalf("main %s, want %s\n%s", got, repo.Ref("main"), out)
+	}
+	// 3 commits, 3 trees, 3 blobs: nothing of the history again.
+	if got := gitOK(t, dir, "", "count-objects"); !strings.HasPrefix(got, "9 objects") {
+		t.Errorf("the fetch stored %s (want 9 loose objects)", got)
+	}
+}

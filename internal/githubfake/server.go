@@ -86,8 +86,11 @@ type Server struct {
 	repos         map[string]*Repo // by lower-case full name
 	faults        []*Fault
 	requests      []Request
-	rateUsed      map[string]int // per rate-limit bucket
-	auto          autoState
+	// acked holds the common commits a fetch negotiation's round was
+	// ACKed for, until its "done" request (githttp.go).
+	acked    map[string]ackedRound
+	rateUsed map[string]int // per rate-limit bucket
+	auto     autoState
 }
 
 // New starts an emulator that is closed when the test ends.

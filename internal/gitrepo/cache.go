@@ -200,13 +200,35 @@ func (h *Handle) Fetch(ctx context.Context, remote, token string, refspecs []str
 	args = append(args, "--end-of-options", remote)
 	args = append(args, refspecs...)
 	if _, err := h.r.out(ctx, 1<<20, tokenEnv(token), args...); err != nil {
-		return fmt.Errorf("%w: %v", ErrFetch, redact(err, token))
+		h.removeTemporaries()
+		return fetchError(err, token)
 	}
 	return nil
 }
 
+// fetchError wraps a failed fetch's error in ErrFetch, and in
+// ErrTokenRefused when the server answered 401 (git then asks for a user
+// name, which it may not: "terminal prompts disabled").
+func fetchError(err error, token string) error {
+	msg := redact(err, token)
+	if strings.Contains(msg, "terminal prompts disabled") || strings.Contains(msg, "Authentication failed") {
+		return fmt.Errorf("%w: %w (401: the token is expired, revoked or not one GitHub knows): %s", ErrFetch, ErrTokenRefused, msg)
+	}
+	return fmt.Errorf("%w: %s", ErrFetch, msg)
+}
+
+// removeTemporaries deletes what a failed fetch leaves in objects/pack (a
+// pack git's fsck refused stays there as tmp_pack_*). Called with the
+// fetch lock held, so no fetch is writing one.
+func (h *Handle) removeTemporaries() {
+	m, _ := filepath.Glob(filepath.Join(h.path, "objects", "pack", "tmp_*"))
+	for _, p := range m {
+		os.Remove(p)
+	}
+}
+
 // Deepen fetches more history of refspecs until a and b have a merge base
-// (doubling the depth from 50, then the whole history). It is how a
+// (depth 50, 200, 800, 3200, then the whole history). It is how a
 // shallow fetch of a pull request's head and base finds their merge base.
 func (h *Handle) Deepen(ctx context.Context, remote, token string, refspecs []string, a, b string) (string, error) {
 	if mb, err := h.MergeBase(ctx, a, b); err == nil {
@@ -229,9 +251,12 @@ func (h *Handle) Deepen(ctx context.Context, remote, token string, refspecs []st
 			return "", err
 		}
 		_, err = h.r.out(ctx, 1<<20, tokenEnv(token), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", "--unshallow", "--end-of-options", remote)
+		if err != nil {
+			h.removeTemporaries()
+		}
 		unlock()
 		if err != nil {
-			return "", fmt.Errorf("%w: %v", ErrFetch, redact(err, token))
+			return "", fetchError(err, token)
 		}
 	}
 	return h.MergeBase(ctx, a, b)

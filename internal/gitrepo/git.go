@@ -38,12 +38,14 @@ import (
 
 // Errors callers branch on.
 var (
-	ErrNotFound  = errors.New("gitrepo: no such object or revision")
-	ErrTooLarge  = errors.New("gitrepo: over the cap")
-	ErrNoGit     = errors.New("gitrepo: git is not installed")
-	ErrFetch     = errors.New("gitrepo: fetch failed")
-	ErrNotARepo  = errors.New("gitrepo: not a git repository")
-	ErrCorrupted = errors.New("gitrepo: object does not match its id")
+	ErrNotFound = errors.New("gitrepo: no such object or revision")
+	ErrTooLarge = errors.New("gitrepo: over the cap")
+	ErrNoGit    = errors.New("gitrepo: git is not installed")
+	ErrFetch    = errors.New("gitrepo: fetch failed")
+	// ErrTokenRefused (with ErrFetch): the server did not accept the token.
+	ErrTokenRefused = errors.New("gitrepo: the token was refused")
+	ErrNotARepo     = errors.New("gitrepo: not a git repository")
+	ErrCorrupted    = errors.New("gitrepo: object does not match its id")
 )
 
 // hardening is the -c configuration of every command, before the command's

@@ -6,6 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -259,6 +263,11 @@ func TestFetchRefusals(t *testing.T) {
 		if !errors.Is(err, gitrepo.ErrFetch) {
 			t.Errorf("%s: %v", name, err)
 		}
+		// 401 for a token GitHub does not know (or none on a private
+		// repository), 404 for one that does not cover the repository.
+		if refused := name != "token of another repository"; errors.Is(err, gitrepo.ErrTokenRefused) != refused {
+			t.Errorf("%s: ErrTokenRefused %v, want %v: %v", name, !refused, refused, err)
+		}
 		if tok != "" && strings.Contains(err.Error(), tok) {
 			t.Errorf("%s: the error holds the token: %v", name, err)
 		}
@@ -329,32 +338,84 @@ func TestTokenNeverInArgv(t *testing.T) {
 	}
 }
 
+// Two fetches of one repository: the second waits for the first. The
+// first is held inside the server (its upload-pack request blocks) while the
+// second runs; the second must not reach the server until the first is
+// released. Readers are not held up by a fetch.
 func TestOneFetchAtATimeAndEviction(t *testing.T) {
 	e := newFetchEnv(t)
 	ctx := context.Background()
 	tok := e.token("app")
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			h, err := e.cache.Open(ctx, gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"})
-			if err != nil {
-				errs <- err
-				return
-			}
-			defer h.Close()
-			errs <- h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{})
-		}()
+	key := gitrepo.Key{Tenant: "t1", Host: "github.com", Owner: "acme", Name: "app"}
+	// A first fetch, so a reader has something to read during the next.
+	first := e.open(t)
+	if err := first.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	e.repo.Commit("main", map[string]string{"b.go": "package a\n"}, "more")
+
+	upstream, _ := url.Parse(e.srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(upstream)
+	var mu sync.Mutex
+	var refsCalls int
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce sync.Once
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/info/refs") {
+			mu.Lock()
+			refsCalls++
+			mu.Unlock()
 		}
+		if strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
+			hold := false
+			holdOnce.Do(func() { hold = true })
+			if hold {
+				close(held)
+				<-release
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	frontURL := front.URL + "/acme/app.git"
+
+	fetch := func() error {
+		h, err := e.cache.Open(ctx, key)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		return h.Fetch(ctx, frontURL, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{})
 	}
+	errA, errB := make(chan error, 1), make(chan error, 1)
+	go func() { errA <- fetch() }()
+	<-held // A holds the fetch lock and is inside the server.
+	go func() { errB <- fetch() }()
+	// B gets a fair chance to reach the server; with the lock it cannot.
+	time.Sleep(500 * time.Millisecond)
+	mu.Lock()
+	during := refsCalls
+	mu.Unlock()
+	// A reader of the repository is not held up by the fetch.
+	if got, err := first.ResolveCommit(ctx, "refs/quavon/main"); err != nil || got == "" {
+		t.Fatalf("a reader during a fetch: %v", err)
+	}
+	close(release)
+	a, b := <-errA, <-errB
+	if during != 1 {
+		t.Fatalf("%d ref advertisements requested while the first fetch held the lock: the second fetch did not wait (fetches: %v, %v)", during, a, b)
+	}
+	if a != nil || b != nil {
+		t.Fatal(a, b)
+	}
+	if refsCalls != 2 {
+		t.Fatalf("%d ref advertisements in all, want 2", refsCalls)
+	}
+	if got, _ := first.ResolveCommit(ctx, "refs/quavon/main"); got != e.repo.Ref("main") {
+		t.Fatalf("after both fetches: %s, want %s", got, e.repo.Ref("main"))
+	}
+	first.Close()
+
 	small, err := gitrepo.NewCache(gitrepo.CacheConfig{Dir: e.cache.Dir(), MaxBytes: 1, AllowHTTP: true})
 	if err != nil {
 		t.Fatal(err)
@@ -465,5 +526,129 @@ func TestTreeFilesSnapshot(t *testing.T) {
 	again, _, _ := files.Build(snapshot.Limits{})
 	if !bytes.Equal(snap, again) || st.Entries == 0 {
 		t.Fatal("not deterministic")
+	}
+}
+
+// A run fetches only the commits it needs: a pull request's head and base
+// at depth 1 (one commit each, none of the older blobs), then Deepen finds
+// their merge base with more history, still not the whole of it.
+func TestShallowFetchTakesOnlyWhatARunNeeds(t *testing.T) {
+	e := newFetchEnv(t)
+	ctx := context.Background()
+	for i := range 250 {
+		e.repo.Commit("main", map[string]string{"hist.txt": fmt.Sprintf("v%d\n", i)}, "old history")
+	}
+	base := e.repo.Ref("main")
+	head := e.repo.Commit("feature", map[string]string{"f.go": "package f\n"}, "the change")
+	for i := range 60 {
+		e.repo.Commit("main", map[string]string{"main.txt": fmt.Sprintf("m%d\n", i)}, "main moves on")
+	}
+	mainTip := e.repo.Ref("main")
+	h := e.open(t)
+	tok := e.token("app")
+	refspecs := []string{"+refs/heads/feature:refs/quavon/head", "+refs/heads/main:refs/quavon/base"}
+	if err := h.Fetch(ctx, e.url, tok, refspecs, gitrepo.FetchOptions{Depth: 1}); err != nil {
+		t.Fatal(err)
+	}
+	gitDir := filepath.Join(e.cache.Dir(), "t1", "github.com", "acme", "app.git")
+	commits := func() int {
+		var n int
+		fmt.Sscan(git(t, gitDir, "rev-list", "--count", "--all"), &n)
+		return n
+	}
+	if n := commits(); n != 2 {
+		t.Fatalf("depth 1: %d commits in the cache, want 2", n)
+	}
+	blobs, err := h.Blobs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer blobs.Close()
+	has := func(content string) bool {
+		_, err := blobs.Read(gitrepo.BlobSHA([]byte(content)), 0)
+		if err != nil && !errors.Is(err, gitrepo.ErrNotFound) {
+			t.Fatal(err)
+		}
+		return err == nil
+	}
+	if !has("v249\n") || !has("m59\n") || has("v248\n") || has("m58\n") {
+		t.Fatal("depth 1: the tips' blobs missing or older ones fetched")
+	}
+	if _, err := h.MergeBase(ctx, head, mainTip); !errors.Is(err, gitrepo.ErrNotFound) {
+		t.Fatalf("a merge base with one commit of each side: %v", err)
+	}
+
+	mb, err := h.Deepen(ctx, e.url, tok, refspecs, head, mainTip)
+	if err != nil || mb != base {
+		t.Fatalf("Deepen: %s %v, want %s", mb, err, base)
+	}
+	// Depth 50 reaches the base from the head, not from main (61 commits
+	// away); depth 200 does, and stops 200 commits down: the oldest
+	// history stays on the server.
+	if n, all := commits(), 250+1+1+60; n >= all || n < 200 {
+		t.Fatalf("after Deepen: %d commits in the cache (the whole history is %d)", n, all)
+	} else {
+		t.Logf("after Deepen: %d of %d commits in the cache", n, all)
+	}
+	if has("v0\n") || !has("v100\n") {
+		t.Fatal("after Deepen: the oldest blob fetched, or the history near the base missing")
+	}
+	if _, err := os.Stat(filepath.Join(gitDir, "shallow")); err != nil {
+		t.Fatalf("the cache is not shallow: %v", err)
+	}
+}
+
+// A token revoked at GitHub (DELETE /installation/token, as the broker
+// does when it is done with one) fails the fetch with a clear error, and a
+// new repository is left with nothing fetched: no ref, no object, no token.
+func TestFetchWithARevokedToken(t *testing.T) {
+	e := newFetchEnv(t)
+	ctx := context.Background()
+	tok := e.token("app")
+	req, err := http.NewRequest(http.MethodDelete, e.srv.URL+"/installation/token", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "token "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("revoke: %s", resp.Status)
+	}
+	h := e.open(t)
+	err = h.Fetch(ctx, e.url, tok, []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{Depth: 1})
+	if !errors.Is(err, gitrepo.ErrFetch) || !errors.Is(err, gitrepo.ErrTokenRefused) || !strings.Contains(err.Error(), "revoked") {
+		t.Fatalf("fetch with a revoked token: %v", err)
+	}
+	if strings.Contains(err.Error(), tok) {
+		t.Fatalf("the error holds the token: %v", err)
+	}
+	if _, err := h.ResolveCommit(ctx, "refs/quavon/main"); !errors.Is(err, gitrepo.ErrNotFound) {
+		t.Fatalf("a ref after the refused fetch: %v", err)
+	}
+	gitDir := filepath.Join(e.cache.Dir(), "t1", "github.com", "acme", "app.git")
+	var left []string
+	filepath.WalkDir(gitDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		rel, _ := filepath.Rel(gitDir, p)
+		if !d.IsDir() && (strings.HasPrefix(rel, "objects/") || strings.HasPrefix(rel, "refs/") || rel == "shallow" || rel == "FETCH_HEAD") {
+			left = append(left, rel)
+		}
+		if b, _ := os.ReadFile(p); !d.IsDir() && bytes.Contains(b, []byte(tok)) {
+			left = append(left, "the token in "+rel)
+		}
+		return nil
+	})
+	if len(left) > 0 {
+		t.Fatalf("the refused fetch left %v", left)
+	}
+	// The same repository fetches with a live token.
+	if err := h.Fetch(ctx, e.url, e.token("app"), []string{"+refs/heads/main:refs/quavon/main"}, gitrepo.FetchOptions{Depth: 1}); err != nil {
+		t.Fatal(err)
 	}
 }
