@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -380,4 +381,48 @@ func (s *Server) handleGetSARIF(c *call) {
 		}
 	}
 	c.notFound()
+}
+
+// handleListAnalyses lists one analysis per run of every accepted upload,
+// newest first, filtered by ref and sarif_id as GitHub does. The category
+// is the run's automationDetails.id up to its last "/".
+func (s *Server) handleListAnalyses(c *call) {
+	r := c.repoAccess(false, need{"security_events", Read})
+	if r == nil {
+		return
+	}
+	q := c.r.URL.Query()
+	list := []any{}
+	for i := len(r.sarifs) - 1; i >= 0; i-- {
+		up := r.sarifs[i]
+		if (q.Get("ref") != "" && q.Get("ref") != up.Ref) || (q.Get("sarif_id") != "" && q.Get("sarif_id") != up.ID) {
+			continue
+		}
+		var doc struct {
+			Runs []struct {
+				Tool struct {
+					Driver struct {
+						Name string `json:"name"`
+					} `json:"driver"`
+				} `json:"tool"`
+				AutomationDetails struct {
+					ID string `json:"id"`
+				} `json:"automationDetails"`
+				Results []json.RawMessage `json:"results"`
+			} `json:"runs"`
+		}
+		_ = json.Unmarshal(up.SARIF, &doc)
+		for j, run := range doc.Runs {
+			category := run.AutomationDetails.ID
+			if k := strings.LastIndex(category, "/"); k >= 0 {
+				category = category[:k+1]
+			}
+			list = append(list, map[string]any{
+				"id": int64(i*100 + j + 1), "ref": up.Ref, "commit_sha": up.CommitSHA, "category": category,
+				"analysis_key": "(upload)", "sarif_id": up.ID, "results_count": len(run.Results),
+				"tool": map[string]any{"name": run.Tool.Driver.Name}, "error": "", "deletable": true,
+			})
+		}
+	}
+	c.json(http.StatusOK, paginate(c, list))
 }
