@@ -203,7 +203,7 @@ func (p *Publisher) Publish(ctx context.Context, tenant postgres.TenantID, outpu
 			return err
 		}
 		if refusal == "" && p.spacer != nil {
-			if wait := p.spacer.Reserve(f.repo.installation, o.RepositoryID); wait > 0 {
+			if wait := p.spacer.Reserve(f.repo.installation); wait > 0 {
 				return &SpacedError{Wait: wait}
 			}
 		}

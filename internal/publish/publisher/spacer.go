@@ -28,7 +28,7 @@ func NewSpacer(interval time.Duration, now func() time.Time) *Spacer {
 
 // Reserve takes installation's next write slot and returns 0, or returns
 // how long until the slot is free (nothing reserved).
-func (s *Spacer) Reserve(installation int64, _ string) time.Duration {
+func (s *Spacer) Reserve(installation int64) time.Duration {
 	if s == nil || s.interval <= 0 {
 		return 0
 	}
