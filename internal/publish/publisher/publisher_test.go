@@ -119,12 +119,33 @@ func newWorld(t *testing.T, perms map[string]string) *world {
 	})
 	b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.app}, testbroker.Options{})
 	conn := b.Conn(t, tokenbroker.RolePublisher, github.TransportConfig{Base: w.rec})
+	w.policy(t, sastOn)
 	w.pub, err = publisher.New(w.cp.App, publisher.ConnReviewers(conn), publisher.Config{ReviewAppSlug: w.app.Slug}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
+
+// policy stores the repository's policy document ("" removes it: the
+// defaults apply).
+func (w *world) policy(t *testing.T, doc string) {
+	t.Helper()
+	w.in(t, func(tx pgx.Tx) error {
+		if doc == "" {
+			_, err := tx.Exec(context.Background(), `DELETE FROM repository_policies WHERE repository_id = $1`, w.repoID)
+			return err
+		}
+		_, err := tx.Exec(context.Background(), `INSERT INTO repository_policies (tenant_id, repository_id, document)
+			VALUES (quavon_current_tenant(), $1, $2::jsonb)
+			ON CONFLICT (tenant_id, repository_id) DO UPDATE SET document = excluded.document, version = repository_policies.version + 1`,
+			w.repoID, doc)
+		return err
+	})
+}
+
+// sastOn is the policy the tests' runs were made under: the scanners on.
+const sastOn = `{"version":1,"features":{"sast":{"mode":"on"}}}`
 
 var reviewPerms = map[string]string{"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write"}
 
@@ -469,20 +490,12 @@ func TestRefusals(t *testing.T) {
 			}},
 		{name: "policy switched off", modes: modesOn, outcome: publisher.OutcomeCancelled, reason: publisher.ReasonPolicyOff,
 			before: func(t *testing.T, w *world, runID string) {
-				w.in(t, func(tx pgx.Tx) error {
-					_, err := tx.Exec(ctx, `INSERT INTO repository_policies (tenant_id, repository_id, document)
-						VALUES (quavon_current_tenant(), $1, '{"version":1,"features":{"sast":{"mode":"off"}}}')`, w.repoID)
-					return err
-				})
+				w.policy(t, `{"version":1,"features":{"sast":{"mode":"off"}}}`)
 			}},
 		{name: "policy that does not parse", modes: review.Modes{Review: "on", SAST: "off", Acceptance: "off"},
 			outcome: publisher.OutcomeCancelled, reason: publisher.ReasonPolicyOff,
 			before: func(t *testing.T, w *world, runID string) {
-				w.in(t, func(tx pgx.Tx) error {
-					_, err := tx.Exec(ctx, `INSERT INTO repository_policies (tenant_id, repository_id, document)
-						VALUES (quavon_current_tenant(), $1, '{"version":1,"features":{"sast":{"mode":"loud"}}}')`, w.repoID)
-					return err
-				})
+				w.policy(t, `{"version":1,"features":{"sast":{"mode":"loud"}}}`)
 			}},
 		{name: "shadow run", modes: review.Modes{Review: "shadow", SAST: "shadow", Acceptance: "off"},
 			outcome: publisher.OutcomeCancelled, reason: publisher.ReasonPolicyOff},
@@ -586,14 +599,6 @@ func TestFixOutputsUntouched(t *testing.T) {
 
 var sarifPerms = map[string]string{"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write", "security_events": "write"}
 
-func (w *world) policy(t *testing.T, doc string) {
-	t.Helper()
-	w.in(t, func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `INSERT INTO repository_policies (tenant_id, repository_id, document)
-			VALUES (quavon_current_tenant(), $1, $2::jsonb)`, w.repoID, doc)
-		return err
-	})
-}
 
 const sarifOn = `{"version":1,"features":{"sast":{"mode":"on","uploadSarif":true}}}`
 
@@ -652,9 +657,7 @@ func TestSARIFOnlyWithTheFeature(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, tc.perms)
-			if tc.policy != "" {
-				w.policy(t, tc.policy)
-			}
+			w.policy(t, tc.policy)
 			_, ids := w.outputs(t, modesOn, publish.KindSARIF)
 			res, err := w.publish(t, ids[publish.KindSARIF])
 			if err != nil || res.Reason != tc.reason {
