@@ -18,7 +18,9 @@ type Worker struct {
 
 // Timeout bounds one attempt: the decide transaction, the writes and the
 // record.
-func (w *Worker) Timeout(*river.Job[publish.Job]) time.Duration { return w.Publisher.cfg.WriteTimeout + time.Minute }
+func (w *Worker) Timeout(*river.Job[publish.Job]) time.Duration {
+	return w.Publisher.cfg.WriteTimeout + time.Minute
+}
 
 // Work publishes the job's output. A repository that wrote too recently
 // snoozes the job (its worker is free for other repositories); every

@@ -599,7 +599,6 @@ func TestFixOutputsUntouched(t *testing.T) {
 
 var sarifPerms = map[string]string{"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write", "security_events": "write"}
 
-
 const sarifOn = `{"version":1,"features":{"sast":{"mode":"on","uploadSarif":true}}}`
 
 func TestSARIFOncePerRun(t *testing.T) {
