@@ -501,9 +501,11 @@ func TestRefusals(t *testing.T) {
 			outcome: publisher.OutcomeCancelled, reason: publisher.ReasonPolicyOff},
 		{name: "suspended installation", modes: modesOn, outcome: publisher.OutcomeFailed, reason: publisher.ReasonInstallationSuspended,
 			before: func(t *testing.T, w *world, runID string) {
+				// GitHub suspends it and tells Quavon through the webhook.
 				w.gh.SetSuspended(w.inst, true)
-				if _, err := w.cp.Admin.Exec(ctx, `UPDATE installations SET suspended_at = now() WHERE external_id = $1`, w.inst.ID); err != nil {
-					t.Fatal(err)
+				d, err := w.gh.Deliver(w.app, "installation", w.gh.InstallationEvent("suspend", w.inst, "alice"))
+				if err != nil || d.StatusCode != 200 {
+					t.Fatalf("suspend: %v %d", err, d.StatusCode)
 				}
 			}},
 		{name: "repository no longer covered", modes: modesOn, outcome: publisher.OutcomeFailed, reason: publisher.ReasonRepositoryNotCovered,
