@@ -670,3 +670,23 @@ func TestSARIFOnlyWithTheFeature(t *testing.T) {
 		})
 	}
 }
+
+// TestRateLimitedWriteIsReplayed: GitHub refuses a write with a secondary
+// rate limit (it did not process it); the shared transport waits as asked
+// and sends it again: one review, published in the same attempt.
+func TestRateLimitedWriteIsReplayed(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, reviewPerms)
+	_, ids := w.outputs(t, modesOn, publish.KindReview)
+	w.gh.InjectFault(githubfake.Fault{Method: "POST", Path: "/repos/{o}/{r}/pulls/{n}/reviews", Kind: githubfake.FaultSecondaryRateLimit})
+	res := w.mustPublish(t, ids[publish.KindReview], publisher.OutcomePublished)
+	if res.Reconciled || w.gh.PendingFaults() != 0 {
+		t.Fatalf("%+v, pending faults %d", res, w.gh.PendingFaults())
+	}
+	if n := len(w.repo.Reviews(w.pr)); n != 1 {
+		t.Fatalf("%d reviews", n)
+	}
+	if in := w.intent(t, ids[publish.KindReview]); in.Attempts != 1 {
+		t.Fatalf("attempts %d", in.Attempts)
+	}
+}
