@@ -51,6 +51,8 @@ type SARIFUpload struct {
 	Ref       string
 	ToolName  string
 	SARIF     []byte // decompressed
+
+	created time.Time
 }
 
 // CheckRuns returns copies of the repository's check runs.
@@ -364,7 +366,7 @@ func (s *Server) handleUploadSARIF(c *call) {
 		c.fail(http.StatusBadRequest, "Invalid SARIF: the sarif field must be a gzip-compressed, base64-encoded SARIF log")
 		return
 	}
-	up := SARIFUpload{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.newID(), s.lastID), CommitSHA: req.CommitSHA, Ref: req.Ref, ToolName: req.ToolName, SARIF: data}
+	up := SARIFUpload{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.newID(), s.lastID), CommitSHA: req.CommitSHA, Ref: req.Ref, ToolName: req.ToolName, SARIF: data, created: s.now()}
 	r.sarifs = append(r.sarifs, up)
 	c.json(http.StatusAccepted, map[string]any{"id": up.ID, "url": r.api() + "/code-scanning/sarifs/" + up.ID})
 }
@@ -420,7 +422,9 @@ func (s *Server) handleListAnalyses(c *call) {
 			list = append(list, map[string]any{
 				"id": int64(i*100 + j + 1), "ref": up.Ref, "commit_sha": up.CommitSHA, "category": category,
 				"analysis_key": "(upload)", "sarif_id": up.ID, "results_count": len(run.Results),
-				"tool": map[string]any{"name": run.Tool.Driver.Name}, "error": "", "deletable": true,
+				"tool": map[string]any{"name": run.Tool.Driver.Name, "guid": nil, "version": nil}, "error": "", "deletable": true,
+				"environment": "{}", "created_at": timeOrNil(up.created), "rules_count": 0, "warning": "",
+				"url": fmt.Sprintf("%s/code-scanning/analyses/%d", r.api(), i*100+j+1),
 			})
 		}
 	}

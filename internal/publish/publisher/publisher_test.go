@@ -317,7 +317,10 @@ func TestPublishesReviewAndCheckRunOnce(t *testing.T) {
 		t.Fatalf("comments %+v", got.Comments)
 	}
 	for _, c := range got.Comments {
-		if strings.Contains(c.Body, "evil.example") || strings.Contains(c.Body, "![") || strings.Contains(c.Body, " @bob") {
+		// The model's text passed the sanitiser: no image, no live link
+		// to another host, no live mention (they are code now).
+		if strings.Contains(c.Body, "](https://evil") || strings.Contains(c.Body, "![") || strings.Contains(c.Body, " @bob") ||
+			!strings.Contains(c.Body, "`https://evil.example/steal`") && strings.Contains(c.Body, "evil.example") {
 			t.Errorf("unsanitised comment %q", c.Body)
 		}
 	}
