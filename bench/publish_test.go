@@ -72,7 +72,7 @@ func BenchmarkPublishReview(b *testing.B) {
 	}
 	head := repo.Commit("feature", map[string]string{"a.go": lines.String()}, "forty lines")
 	pr := repo.AddPullRequest(githubfake.PullRequestOptions{Title: "vars", Author: "alice", Head: "feature"})
-	inst := gh.Install(app, "acme", map[string]string{"contents": "read", "pull_requests": "write", "checks": "write"}, "acme/app")
+	inst := gh.Install(app, "acme", map[string]string{"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write"}, "acme/app")
 	if d, err := gh.Deliver(app, "installation", gh.InstallationEvent("created", inst, "alice")); err != nil || d.StatusCode != 200 {
 		b.Fatalf("install: %v", err)
 	}

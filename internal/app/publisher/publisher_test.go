@@ -52,7 +52,7 @@ func TestAssembledPublisher(t *testing.T) {
 	repo := gh.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"a.go": "package a\n"}})
 	head := repo.Commit("feature", map[string]string{"a.go": "package a\n\nfunc A() {}\n"}, "add A")
 	pr := repo.AddPullRequest(githubfake.PullRequestOptions{Title: "A", Author: "alice", Head: "feature"})
-	inst := gh.Install(app, "acme", map[string]string{"contents": "read", "pull_requests": "write", "checks": "write"}, "acme/app")
+	inst := gh.Install(app, "acme", map[string]string{"contents": "read", "pull_requests": "write", "issues": "write", "checks": "write"}, "acme/app")
 	if d, err := gh.Deliver(app, "installation", gh.InstallationEvent("created", inst, "alice")); err != nil || d.StatusCode != 200 {
 		t.Fatalf("install: %v", err)
 	}
