@@ -120,6 +120,9 @@ func newWorld(t *testing.T, perms map[string]string) *world {
 	b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.app}, testbroker.Options{})
 	conn := b.Conn(t, tokenbroker.RolePublisher, github.TransportConfig{Base: w.rec})
 	w.policy(t, sastOn)
+	// Every scenario: whatever the publisher sent, no review approves or
+	// requests changes and no check run fails.
+	t.Cleanup(func() { w.assertNoApproval(t) })
 	w.pub, err = publisher.New(w.cp.App, publisher.ConnReviewers(conn), publisher.Config{ReviewAppSlug: w.app.Slug}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
