@@ -17,6 +17,7 @@ import (
 	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/sast"
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 // sarifSchema compiles the SARIF 2.1.0 schema that ships in gosec's
@@ -130,5 +131,64 @@ func TestSARIFCaps(t *testing.T) {
 	}
 	if len(doc.Runs) == 0 || len(doc.Runs[0].Results) != sast.MaxSARIFResults {
 		t.Fatalf("results %d", len(doc.Runs[0].Results))
+	}
+}
+
+// TestSARIFMultitool validates the regenerated SARIF with Microsoft's
+// SARIF Multitool (as internal/sast's test does for the generator): no
+// error-level result, and a broken file is caught, so a validator that
+// accepts everything fails the test.
+func TestSARIFMultitool(t *testing.T) {
+	t.Parallel()
+	bin := testenv.SARIFMultitool(t)
+	data, err := publisher.SARIFFromFindings([]render.ToolRun{{Tool: "gosec", Status: sast.StatusOK}, {Tool: "bandit", Status: sast.StatusTimedOut}},
+		storedSAST(5), publisher.SARIFCategory+"0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	errorsOf := func(name string, doc []byte) []string {
+		t.Helper()
+		in, log := filepath.Join(dir, name+".sarif"), filepath.Join(dir, name+".log.sarif")
+		if err := os.WriteFile(in, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "validate", in, "-o", log, "--log", "ForceOverwrite")
+		cmd.Env = append(os.Environ(), "DOTNET_CLI_TELEMETRY_OPTOUT=1", "DOTNET_SYSTEM_GLOBALIZATION_INVARIANT=1", "HOME="+dir)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("Sarif.Multitool validate: %v\n%s", err, b)
+		}
+		raw, err := os.ReadFile(log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			Runs []struct {
+				Results []struct {
+					RuleID string `json:"ruleId"`
+					Level  string `json:"level"`
+				} `json:"results"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil || len(res.Runs) == 0 {
+			t.Fatalf("validation log: %v", err)
+		}
+		var errs []string
+		for _, r := range res.Runs[0].Results {
+			if r.Level == "error" {
+				errs = append(errs, r.RuleID)
+			}
+		}
+		return errs
+	}
+	broken := bytes.Replace(data, []byte(`"driver":{"name":"gosec"`), []byte(`"driver":{"nam":"gosec"`), 1)
+	if bytes.Equal(broken, data) {
+		t.Fatal("could not break the SARIF")
+	}
+	if len(errorsOf("broken", broken)) == 0 {
+		t.Fatal("the Multitool found no error in a SARIF file without a driver name; it is not validating")
+	}
+	if errs := errorsOf("quavon", data); len(errs) > 0 {
+		t.Fatalf("Sarif.Multitool errors: %v", errs)
 	}
 }
