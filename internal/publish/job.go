@@ -2,6 +2,7 @@ package publish
 
 import (
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/queues"
@@ -27,8 +28,11 @@ type Job struct {
 func (Job) Kind() string { return JobKind }
 
 // InsertOpts puts the job on the publish queue, once per output while one
-// is waiting or running (a redelivered event adds none).
+// is waiting, running or retrying (a redelivered event adds none). A
+// finished job does not count, so the sweep can ask again for an output
+// whose jobs gave up; a job for a settled output changes nothing.
 func (Job) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Publish, MaxAttempts: JobMaxAttempts,
-		UniqueOpts: river.UniqueOpts{ByArgs: true}}
+		UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: []rivertype.JobState{rivertype.JobStateAvailable,
+			rivertype.JobStatePending, rivertype.JobStateRunning, rivertype.JobStateRetryable, rivertype.JobStateScheduled}}}
 }

@@ -2,7 +2,8 @@
 // as the service role, GitHub through the broker's write tokens (the
 // publisher's credential), and River working the queue publish
 // (QUAVON_PUBLISHER_CONCURRENCY), one job per output (publish.Job,
-// internal/publish/publisher).
+// internal/publish/publisher), and a sweep every SweepInterval that asks
+// again for review outputs whose jobs gave up.
 //
 // It holds no app private key, no model key, no sandbox key and no Valkey
 // client (cmd/quavon-publisher/deps_test.go proves what it links).
@@ -34,6 +35,10 @@ import (
 )
 
 const hardStopWait = 30 * time.Second
+
+// SweepInterval is how often the publisher asks again for review outputs
+// whose jobs gave up (publisher.Sweep).
+const SweepInterval = 5 * time.Minute
 
 // minCredentialBytes matches github.NewBrokerClient's check.
 const minCredentialBytes = 32
@@ -86,10 +91,12 @@ func New(ctx context.Context, cfg config.PublisherConfig, log *slog.Logger, opt 
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &publisher.Worker{Publisher: pub})
+	river.AddWorker(workers, &publisher.SweepWorker{DB: db})
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger:       log,
 		Queues:       map[string]river.QueueConfig{queues.Publish: {MaxWorkers: pc.Concurrency}},
 		Workers:      workers,
+		PeriodicJobs: []*river.PeriodicJob{publisher.SweepPeriodicJob(SweepInterval)},
 		ErrorHandler: &errorLogger{log: log},
 	})
 	if err != nil {

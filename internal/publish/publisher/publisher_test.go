@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -694,5 +695,38 @@ func TestRateLimitedWriteIsReplayed(t *testing.T) {
 	}
 	if in := w.intent(t, ids[publish.KindReview]); in.Attempts != 1 {
 		t.Fatalf("attempts %d", in.Attempts)
+	}
+}
+
+// TestSweep: outputs that waited too long get a publish job again, once;
+// settled outputs and outputs whose job still waits get none.
+func TestSweep(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, reviewPerms)
+	ctx := context.Background()
+	_, ids := w.outputs(t, modesOn, publish.KindReview, publish.KindCheckRun)
+	jobs, err := river.NewClient(riverpgxv5.New(w.cp.App.Pool), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := publisher.Sweep(ctx, w.cp.App, jobs, time.Hour); err != nil || n != 0 {
+		t.Fatalf("fresh outputs swept: %d %v", n, err)
+	}
+	w.mustPublish(t, ids[publish.KindCheckRun], publisher.OutcomePublished)
+	if _, err := w.cp.Admin.Exec(ctx, `UPDATE pending_outputs SET updated_at = now() - interval '2 hours' WHERE repository_id = $1`, w.repoID); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 0} {
+		if n, err := publisher.Sweep(ctx, w.cp.App, jobs, time.Hour); err != nil || n != want {
+			t.Fatalf("sweep %d: %d %v, want %d", i, n, err, want)
+		}
+	}
+	var args []byte
+	if err := w.cp.Admin.QueryRow(ctx, `SELECT args FROM river_job WHERE kind = $1`, publish.JobKind).Scan(&args); err != nil {
+		t.Fatal(err)
+	}
+	var job publish.Job
+	if err := json.Unmarshal(args, &job); err != nil || job.OutputID != ids[publish.KindReview] || job.Tenant != w.tenant {
+		t.Fatalf("job %s", args)
 	}
 }
