@@ -28,6 +28,8 @@ const (
 	ServiceKeys Service = "quavon keys"
 	// ServiceLLM is `quavon llm probe` (and the CLI's local model runs).
 	ServiceLLM Service = "quavon llm"
+	// ServicePublisher is quavon-publisher, the only writer to GitHub.
+	ServicePublisher Service = "quavon-publisher"
 )
 
 // group is a set of settings that belong together and are read together.
@@ -52,6 +54,9 @@ const (
 	gFixCaps  group = "fix caps"
 	gLLM      group = "model"
 	gWorker   group = "worker"
+	// gBrokerClient is how a service reaches the token broker.
+	gBrokerClient group = "broker client"
+	gPublisher    group = "publisher"
 )
 
 var serviceGroups = map[Service][]group{
@@ -67,6 +72,9 @@ var serviceGroups = map[Service][]group{
 	ServiceMigrate: {gCore, gDatabase},
 	ServiceKeys:    {gCore, gSandboxKeys},
 	ServiceLLM:     {gCore, gLLM},
+	// The publisher: the database, GitHub's endpoints and write tokens from
+	// the broker; no model, no sandbox key, no Valkey.
+	ServicePublisher: {gCore, gDatabase, gGitHub, gBrokerClient, gPublisher},
 }
 
 // Setting is one QUAVON_* variable.
@@ -158,6 +166,14 @@ var registry = []Setting{
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
 	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
+
+	{Name: "QUAVON_BROKER_ADDR", Default: "unix:/run/quavon/broker.sock", group: gBrokerClient, Doc: "the token broker: `unix:/path` or `host:port`"},
+	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this caller's broker credential (its SHA-256 is in the broker's callers file, with the role `publisher`)"},
+
+	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gPublisher, Doc: "the review app's slug; reconcile trusts only reviews by `<slug>[bot]` and check runs of that app (required)"},
+	{Name: "QUAVON_PUBLISHER_CONCURRENCY", Default: "4", group: gPublisher, Doc: "jobs of the `publish` queue the publisher runs at once"},
+	{Name: "QUAVON_PUBLISHER_WRITE_SPACING", Default: "1s", group: gPublisher, Doc: "minimum interval between two writes of one installation (GitHub: content-creating requests serially, a second apart); a job that must wait is snoozed, freeing its worker"},
+	{Name: "QUAVON_PUBLISHER_SHUTDOWN_GRACE", Default: "30s", group: gPublisher, Doc: "on SIGTERM, how long running publish jobs may finish; then they are cancelled (an interrupted write is reconciled by the retry)"},
 
 	{Name: "QUAVON_LLM_PROVIDER", group: gLLM, Doc: "`anthropic` or `openai` (every OpenAI-compatible server); empty: no model, the model features are off"},
 	{Name: "QUAVON_LLM_MODEL", group: gLLM, Doc: "model name (Azure: the deployment name)"},

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -50,6 +51,8 @@ type SARIFUpload struct {
 	Ref       string
 	ToolName  string
 	SARIF     []byte // decompressed
+
+	created time.Time
 }
 
 // CheckRuns returns copies of the repository's check runs.
@@ -363,7 +366,7 @@ func (s *Server) handleUploadSARIF(c *call) {
 		c.fail(http.StatusBadRequest, "Invalid SARIF: the sarif field must be a gzip-compressed, base64-encoded SARIF log")
 		return
 	}
-	up := SARIFUpload{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.newID(), s.lastID), CommitSHA: req.CommitSHA, Ref: req.Ref, ToolName: req.ToolName, SARIF: data}
+	up := SARIFUpload{ID: fmt.Sprintf("%08x-0000-4000-8000-%012x", s.newID(), s.lastID), CommitSHA: req.CommitSHA, Ref: req.Ref, ToolName: req.ToolName, SARIF: data, created: s.now()}
 	r.sarifs = append(r.sarifs, up)
 	c.json(http.StatusAccepted, map[string]any{"id": up.ID, "url": r.api() + "/code-scanning/sarifs/" + up.ID})
 }
@@ -380,4 +383,50 @@ func (s *Server) handleGetSARIF(c *call) {
 		}
 	}
 	c.notFound()
+}
+
+// handleListAnalyses lists one analysis per run of every accepted upload,
+// newest first, filtered by ref and sarif_id as GitHub does. The category
+// is the run's automationDetails.id up to its last "/".
+func (s *Server) handleListAnalyses(c *call) {
+	r := c.repoAccess(false, need{"security_events", Read})
+	if r == nil {
+		return
+	}
+	q := c.r.URL.Query()
+	list := []any{}
+	for i := len(r.sarifs) - 1; i >= 0; i-- {
+		up := r.sarifs[i]
+		if (q.Get("ref") != "" && q.Get("ref") != up.Ref) || (q.Get("sarif_id") != "" && q.Get("sarif_id") != up.ID) {
+			continue
+		}
+		var doc struct {
+			Runs []struct {
+				Tool struct {
+					Driver struct {
+						Name string `json:"name"`
+					} `json:"driver"`
+				} `json:"tool"`
+				AutomationDetails struct {
+					ID string `json:"id"`
+				} `json:"automationDetails"`
+				Results []json.RawMessage `json:"results"`
+			} `json:"runs"`
+		}
+		_ = json.Unmarshal(up.SARIF, &doc)
+		for j, run := range doc.Runs {
+			category := run.AutomationDetails.ID
+			if k := strings.LastIndex(category, "/"); k >= 0 {
+				category = category[:k+1]
+			}
+			list = append(list, map[string]any{
+				"id": int64(i*100 + j + 1), "ref": up.Ref, "commit_sha": up.CommitSHA, "category": category,
+				"analysis_key": "(upload)", "sarif_id": up.ID, "results_count": len(run.Results),
+				"tool": map[string]any{"name": run.Tool.Driver.Name, "guid": nil, "version": nil}, "error": "", "deletable": true,
+				"environment": "{}", "created_at": timeOrNil(up.created), "rules_count": 0, "warning": "",
+				"url": fmt.Sprintf("%s/code-scanning/analyses/%d", r.api(), i*100+j+1),
+			})
+		}
+	}
+	c.json(http.StatusOK, paginate(c, list))
 }

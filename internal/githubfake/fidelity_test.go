@@ -236,6 +236,8 @@ func TestFidelityRoutes(t *testing.T) {
 		{"upload SARIF: not SARIF", httpCall{"POST", "/repos/acme/app/code-scanning/sarifs", tok, map[string]any{"commit_sha": head, "ref": "refs/heads/main", "sarif": "bm9wZQ=="}}, 400, nil},
 		{"upload SARIF: bad ref", httpCall{"POST", "/repos/acme/app/code-scanning/sarifs", tok, map[string]any{"commit_sha": head, "ref": "main", "sarif": "x"}}, 422, nil},
 		{"get SARIF: missing", httpCall{"GET", "/repos/acme/app/code-scanning/sarifs/nope", tok, nil}, 404, nil},
+		{"list analyses", httpCall{"GET", "/repos/acme/app/code-scanning/analyses?ref=refs/heads/main", tok, nil}, 200, nil},
+		{"list analyses: no repository", httpCall{"GET", "/repos/acme/nope/code-scanning/analyses", tok, nil}, 404, nil},
 		{"unknown route", httpCall{"GET", "/repos/acme/app/no-such-thing", tok, nil}, 404, nil},
 	}
 	for _, st := range steps {
@@ -288,6 +290,15 @@ func TestFidelityRoutes(t *testing.T) {
 	}
 	if status, body := w.do(t, httpCall{"GET", "/repos/acme/app/code-scanning/sarifs/" + up[0].ID, tok, nil}); status != 200 {
 		t.Errorf("get SARIF = %d: %s", status, body)
+	}
+	// And its analyses (one per run), now that an upload with a run exists.
+	if _, body := w.do(t, httpCall{"POST", "/repos/acme/app/code-scanning/sarifs", tok, map[string]any{"commit_sha": head, "ref": "refs/heads/main",
+		"sarif": sarifField(t, `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"gosec"}},"automationDetails":{"id":"quavon/abc"},"results":[]}]}`)}}); !strings.Contains(string(body), "id") {
+		t.Errorf("second upload: %s", body)
+	}
+	if status, body := w.do(t, httpCall{"GET", "/repos/acme/app/code-scanning/analyses?ref=refs/heads/main", tok, nil}); status != 200 ||
+		!strings.Contains(string(body), `"category":"quavon/"`) {
+		t.Errorf("list analyses = %d: %s", status, body)
 	}
 	// An archived repository refuses writes.
 	repo.SetArchived(true)

@@ -72,6 +72,7 @@ func (s *Server) buildRoutes() []route {
 
 		{"POST", "/repos/{owner}/{repo}/code-scanning/sarifs", "code-scanning/upload-sarif", s.handleUploadSARIF},
 		{"GET", "/repos/{owner}/{repo}/code-scanning/sarifs/{id}", "code-scanning/get-sarif", s.handleGetSARIF},
+		{"GET", "/repos/{owner}/{repo}/code-scanning/analyses", "code-scanning/list-recent-analyses", s.handleListAnalyses},
 	}
 	out := make([]route, 0, len(rs))
 	for _, r := range rs {

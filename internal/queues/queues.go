@@ -16,3 +16,8 @@ const (
 
 // All lists the queues quavon-worker runs.
 var All = []string{Review, Fix, Maintenance}
+
+// Publish is quavon-publisher's queue: one job per output to publish. It
+// is not in All: quavon-worker never works it (only the publisher holds
+// write tokens); the worker and the API only insert into it.
+const Publish = "publish"

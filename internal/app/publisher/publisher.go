@@ -1,0 +1,146 @@
+// Package publisher is the one assembly of quavon-publisher: the database
+// as the service role, GitHub through the broker's write tokens (the
+// publisher's credential), and River working the queue publish
+// (QUAVON_PUBLISHER_CONCURRENCY), one job per output (publish.Job,
+// internal/publish/publisher), and a sweep every SweepInterval that asks
+// again for review outputs whose jobs gave up.
+//
+// It holds no app private key, no model key, no sandbox key and no Valkey
+// client (cmd/quavon-publisher/deps_test.go proves what it links).
+//
+// Shutdown: when ctx ends, River stops fetching; running jobs get
+// QUAVON_PUBLISHER_SHUTDOWN_GRACE, then their contexts are cancelled. An
+// interrupted job may have written: its intent stays claimed, and the
+// retry reconciles before it writes again.
+package publisher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
+
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/publish/publisher"
+	"github.com/quavon/quavon/internal/queues"
+	"github.com/quavon/quavon/internal/secretfile"
+)
+
+const hardStopWait = 30 * time.Second
+
+// SweepInterval is how often the publisher asks again for review outputs
+// whose jobs gave up (publisher.Sweep).
+const SweepInterval = 5 * time.Minute
+
+// minCredentialBytes matches github.NewBrokerClient's check.
+const minCredentialBytes = 32
+
+// Service is quavon-publisher.
+type Service struct {
+	db     *postgres.DB
+	client *river.Client[pgx.Tx]
+	log    *slog.Logger
+	grace  time.Duration
+}
+
+// Options replace parts of the assembly for tests: the GitHub transport
+// (to record or fault requests). The zero value is production.
+type Options struct {
+	HTTP github.TransportConfig
+}
+
+// New connects and builds the service.
+func New(ctx context.Context, cfg config.PublisherConfig, log *slog.Logger, opt Options) (*Service, error) {
+	for _, w := range cfg.Warnings {
+		log.Warn(w)
+	}
+	pc := cfg.Publisher
+	if pc.Concurrency < 1 || pc.ShutdownGrace < 0 || pc.WriteSpacing < 0 {
+		return nil, fmt.Errorf("publisher: invalid settings %+v", pc)
+	}
+	cred, err := secretfile.Read("QUAVON_BROKER_CREDENTIAL_FILE", cfg.Broker.CredentialFile, minCredentialBytes)
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	tokens, err := github.NewBrokerClient(cfg.Broker.Addr, cred)
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	conn, err := github.NewConn(github.ConnConfig{APIURL: cfg.GitHub.APIURL, GraphQLURL: cfg.GitHub.GraphQLURL, Tokens: tokens,
+		HTTP: opt.HTTP, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
+	}
+	db, err := postgres.OpenConfigured(ctx, cfg.DB, int32(2*pc.Concurrency+6))
+	if err != nil {
+		return nil, err
+	}
+	pub, err := publisher.New(db, publisher.ConnReviewers(conn), publisher.Config{ReviewAppSlug: pc.ReviewAppSlug},
+		publisher.NewSpacer(pc.WriteSpacing, nil), log)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, &publisher.Worker{Publisher: pub})
+	river.AddWorker(workers, &publisher.SweepWorker{DB: db})
+	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
+		Logger:       log,
+		Queues:       map[string]river.QueueConfig{queues.Publish: {MaxWorkers: pc.Concurrency}},
+		Workers:      workers,
+		PeriodicJobs: []*river.PeriodicJob{publisher.SweepPeriodicJob(SweepInterval)},
+		ErrorHandler: &errorLogger{log: log},
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	return &Service{db: db, client: client, log: log, grace: pc.ShutdownGrace}, nil
+}
+
+// Run works until ctx ends, then stops as the package doc says.
+func (s *Service) Run(ctx context.Context) error {
+	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	s.log.Info("quavon-publisher started", slog.String("queue", queues.Publish))
+	<-ctx.Done()
+	s.log.Info("quavon-publisher stopping", slog.Duration("grace", s.grace))
+	soft, cancel := context.WithTimeout(context.Background(), s.grace)
+	err := s.client.Stop(soft)
+	cancel()
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	s.log.Warn("quavon-publisher: jobs still running after the grace; cancelling them")
+	hard, cancel := context.WithTimeout(context.Background(), hardStopWait)
+	defer cancel()
+	return s.client.StopAndCancel(hard)
+}
+
+// Close releases the database pool.
+func (s *Service) Close() { s.db.Close() }
+
+// errorLogger logs failed jobs once; arguments are ids, errors the
+// publisher's own (tokens are never in them).
+type errorLogger struct{ log *slog.Logger }
+
+func (e *errorLogger) HandleError(ctx context.Context, job *rivertype.JobRow, err error) *river.ErrorHandlerResult {
+	e.log.Warn("job failed", slog.String("kind", job.Kind), slog.String("queue", job.Queue), slog.Int64("job", job.ID),
+		slog.Int("attempt", job.Attempt), slog.Int("max_attempts", job.MaxAttempts), slog.String("error", err.Error()))
+	return nil
+}
+
+func (e *errorLogger) HandlePanic(ctx context.Context, job *rivertype.JobRow, panicVal any, trace string) *river.ErrorHandlerResult {
+	e.log.Error("job panicked", slog.String("kind", job.Kind), slog.String("queue", job.Queue), slog.Int64("job", job.ID),
+		slog.Int("attempt", job.Attempt), slog.String("panic", fmt.Sprint(panicVal)))
+	return nil
+}
