@@ -88,7 +88,7 @@ func TestApproveTheExactPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	page := body(t, resp)
-	for _, want := range []string{fr.PatchSHA, fr.BaseSHA, "Executed by build or test systems", "build recipe", "run on that branch with the repository&#39;s secrets",
+	for _, want := range []string{fr.PatchSHA, fr.BaseSHA, "Executed by build or test systems", "build recipe", "run on that branch with the repository's secrets",
 		`class="file exec"`, `id="approve"`, "a draft pull request against the default branch", `class="c-`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the approval page lacks %q", want)
@@ -132,7 +132,7 @@ func TestApproveTheExactPatch(t *testing.T) {
 	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `SELECT metadata::text FROM audit_log WHERE action = 'fix_run.approve'`).Scan(&meta)
 	})
-	for _, want := range []string{fr.PatchSHA, fr.BaseSHA, `"login":"alice"`, `"permission":"write"`} {
+	for _, want := range []string{fr.PatchSHA, fr.BaseSHA, `"login": "alice"`, `"permission": "write"`} {
 		if !strings.Contains(meta, want) {
 			t.Errorf("the audit entry lacks %s: %s", want, meta)
 		}
@@ -161,7 +161,7 @@ func TestPolicyChangeInvalidatesTheApproval(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_, err = repos.SavePolicy(ctx, tx, f.Seed.Repository, doc, 0, "")
+		_, err = repos.SavePolicy(ctx, tx, f.Seed.Repository, doc, 0, f.Seed.User)
 		return err
 	})
 	if code, _ := postDecision(t, c, f, fr.ID, form); code != http.StatusConflict {
@@ -265,18 +265,8 @@ func TestUntrustedTextIsEscaped(t *testing.T) {
 	evil := `<script>alert(1)</script><img src=x onerror=alert(2)>"'`
 	changes := []patch.FixFileChange{{Path: `docs/<img src=x onerror=alert(3)>.md`, Operation: patch.OpCreate, NewContent: evil + "\n", Mode: patch.ModeFile}}
 	fr := f.NewFixRun(t, 12, changes, patch.MapBase(nil), time.Now().Add(time.Hour))
-	var reviewID string
-	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
-		run, _, err := review.Create(ctx, tx, review.NewRun{RepositoryID: f.Seed.Repository, PRNumber: 3, HeadSHA: strings.Repeat("1", 40),
-			HeadRef: "feature", BaseRef: "main", Trigger: review.TriggerOpened, Author: "bob"})
-		if err != nil {
-			return err
-		}
-		reviewID = run.ID
-		_, err = review.AddFindings(ctx, tx, run.ID, []review.Finding{{Fingerprint: strings.Repeat("a", 32), Source: review.SourceSAST,
-			Tools: []string{"gosec"}, Path: `a/<b>.go`, StartLine: 1, EndLine: 2, Severity: "high", Title: evil, Body: evil}})
-		return err
-	})
+	reviewID := f.NewReviewRun(t, 3, strings.Repeat("1", 40), []review.Finding{{Fingerprint: strings.Repeat("a", 32), Source: review.SourceSAST,
+		Tools: []string{"gosec"}, Path: `a/<b>.go`, StartLine: 1, EndLine: 2, Severity: "high", Title: evil, Body: evil}})
 	for _, u := range []string{"/fixes/" + fr.ID, "/reviews/" + reviewID, "/audit"} {
 		page := body(t, mustGet(t, c, f.URL+u))
 		for _, bad := range []string{"<script>", "<img src=x", "<b>.go"} {
@@ -296,19 +286,11 @@ func TestDismissAndRestoreFeedsFeedback(t *testing.T) {
 	f.AddUser(t, "alice", "write", repos.RoleReview)
 	c := f.Client(t)
 	body(t, f.SignIn(t, c, "alice", "/repos"))
-	var runID, findingID string
+	runID := f.NewReviewRun(t, 4, strings.Repeat("2", 40), []review.Finding{{Fingerprint: strings.Repeat("b", 32), Source: review.SourceLLM,
+		Path: "x.go", StartLine: 1, EndLine: 1, Severity: "low", Title: "t", Body: "b"}})
+	var findingID string
 	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
-		run, _, err := review.Create(ctx, tx, review.NewRun{RepositoryID: f.Seed.Repository, PRNumber: 4, HeadSHA: strings.Repeat("2", 40),
-			HeadRef: "f", BaseRef: "main", Trigger: review.TriggerOpened, Author: "bob"})
-		if err != nil {
-			return err
-		}
-		runID = run.ID
-		if _, err := review.AddFindings(ctx, tx, run.ID, []review.Finding{{Fingerprint: strings.Repeat("b", 32), Source: review.SourceLLM,
-			Path: "x.go", StartLine: 1, EndLine: 1, Severity: "low", Title: "t", Body: "b"}}); err != nil {
-			return err
-		}
-		fs, err := review.Findings(ctx, tx, run.ID)
+		fs, err := review.Findings(ctx, tx, runID)
 		findingID = fs[0].ID
 		return err
 	})

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/quavon/quavon/internal/repos"
 	"github.com/quavon/quavon/internal/review"
@@ -224,19 +223,9 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 	changes, base := webtest.FixPatch(10, 30, "fixed")
 	fr := f.NewFixRun(t, 21, changes, base, time.Now().Add(time.Hour))
 	other := f.NewFixRun(t, 22, changes, base, time.Now().Add(time.Hour))
-	var reviewID string
-	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
-		run, _, err := review.Create(ctx, tx, review.NewRun{RepositoryID: f.Seed.Repository, PRNumber: 5, HeadSHA: strings.Repeat("3", 40),
-			HeadRef: "feature", BaseRef: "main", Trigger: review.TriggerOpened, Author: "bob"})
-		if err != nil {
-			return err
-		}
-		reviewID = run.ID
-		_, err = review.AddFindings(ctx, tx, run.ID, []review.Finding{
-			{Fingerprint: strings.Repeat("c", 32), Source: review.SourceSAST, Tools: []string{"gosec"}, Path: "main.go", StartLine: 3, EndLine: 4, Severity: "high", Title: "SQL built from request data", Body: "Use a parameterised query."},
-			{Fingerprint: strings.Repeat("d", 32), Source: review.SourceLLM, Path: "util.go", StartLine: 9, EndLine: 9, Severity: "low", Title: "Unused variable", Body: "x is never read."}})
-		return err
-	})
+	reviewID := f.NewReviewRun(t, 5, strings.Repeat("3", 40), []review.Finding{
+		{Fingerprint: strings.Repeat("c", 32), Source: review.SourceSAST, Tools: []string{"gosec"}, Path: "main.go", StartLine: 3, EndLine: 4, Severity: "high", Title: "SQL built from request data", Body: "Use a parameterised query."},
+		{Fingerprint: strings.Repeat("d", 32), Source: review.SourceLLM, Path: "util.go", StartLine: 9, EndLine: 9, Severity: "low", Title: "Unused variable", Body: "x is never read."}})
 
 	b := newBrowser(t)
 	f.GH.SignInAs("alice")
@@ -270,14 +259,23 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 	f.GH.SignInAs("carol")
 	b.run(chromedp.Navigate(f.URL+"/auth/login?return=/fixes/"+other.ID), chromedp.WaitVisible(chromedp.CSS("#run-state")))
 	buttons, _ := b.eval(`document.querySelectorAll("#approve").length`, false).(float64)
-	status, _ := b.eval(fmt.Sprintf(`fetch("/fixes/%s/decision", {method: "POST", body: new URLSearchParams({
-			form_token: document.querySelector("input[name=form_token]").value, decision: "approve", output_id: %q,
-			patch_sha256: %q, base_sha: %q, policy_sha256: %q})}).then(r => r.status)`, other.ID, other.OutputID, other.PatchSHA, other.BaseSHA, other.PolicySHA), true).(float64)
+	// The form a forger would post, built in the page (plain HTML forms
+	// are allowed by form-action 'self'; the role is what refuses it).
+	b.eval(fmt.Sprintf(`(() => { const f = document.createElement("form"); f.method = "post"; f.action = "/fixes/%s/decision";
+		const add = (n, v) => { const i = document.createElement("input"); i.type = "hidden"; i.name = n; i.value = v; f.appendChild(i); };
+		add("form_token", document.querySelector("input[name=form_token]").value); add("decision", "approve"); add("output_id", %q);
+		add("patch_sha256", %q); add("base_sha", %q); add("policy_sha256", %q); document.body.appendChild(f); f.submit(); return true; })()`,
+		other.ID, other.OutputID, other.PatchSHA, other.BaseSHA, other.PolicySHA), false)
+	b.run(chromedp.WaitVisible(chromedp.CSS("p.error")))
+	refusal := value(b, chromedp.Text(chromedp.CSS("p.error")))
+	if title := value(b, chromedp.Title()); !strings.HasPrefix(title, http.StatusText(http.StatusForbidden)) {
+		t.Errorf("forged approval answered the page %q, want Forbidden (403)", title)
+	}
 	if buttons != 0 {
 		t.Error("a user without repo:review sees the approve button")
 	}
-	if int(status) != http.StatusForbidden {
-		t.Errorf("forged approval from the page: %v, want 403", status)
+	if !strings.Contains(refusal, "needs the repo:review role") {
+		t.Errorf("forged approval from the page: %q, want the role refusal", refusal)
 	}
 	b.check("fix-run-no-role")
 }

@@ -42,13 +42,10 @@ func safeReturn(raw string) string {
 		return "/"
 	}
 	clean := path.Clean(u.Path)
-	if !strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "//") || strings.HasPrefix(clean, "/auth/") {
+	if strings.HasPrefix(u.Path, "//") || strings.Contains(u.Path, "\\") || !strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "/auth/") {
 		return "/"
 	}
-	if u.RawQuery != "" {
-		return clean + "?" + u.RawQuery
-	}
-	return clean
+	return raw
 }
 
 // login starts the web flow: state and PKCE verifier in the login cookie,

@@ -235,6 +235,8 @@ type reviewView struct {
 	Findings  []findingView
 	CanReview bool
 	Tools     []toolStatus
+	// Parts: the model review, the scanners and the acceptance check.
+	LLM, SAST, Acceptance string
 }
 
 type toolStatus struct{ Tool, Status string }
@@ -284,7 +286,8 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request, sess *Sessio
 		if err != nil {
 			return err
 		}
-		v = reviewView{Repo: viewOf(rr, policy.Effective{}), Run: run, CanReview: rr.has(repos.RoleReview)}
+		v = reviewView{Repo: viewOf(rr, policy.Effective{}), Run: run, CanReview: rr.has(repos.RoleReview),
+			LLM: string(run.Parts[review.PartLLM]), SAST: string(run.Parts[review.PartSAST]), Acceptance: string(run.Parts[review.PartAcceptance])}
 		for _, f := range fs {
 			fv := findingView{StoredFinding: f, Shown: string(f.Status)}
 			if _, ok := dismissed[f.Fingerprint]; ok {

@@ -26,6 +26,7 @@ import (
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/repos"
+	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/testenv"
 	"github.com/quavon/quavon/internal/testenv/testbroker"
 	"github.com/quavon/quavon/internal/tokenbroker"
@@ -246,4 +247,25 @@ func (f *Fixture) NewFixRun(tb testing.TB, number int, changes []patch.FixFileCh
 		return nil
 	})
 	return fr
+}
+
+// NewReviewRun records, through the store, a running review run of pull
+// request pr with findings and returns its id.
+func (f *Fixture) NewReviewRun(tb testing.TB, pr int, head string, findings []review.Finding) string {
+	tb.Helper()
+	var id string
+	f.InTenant(tb, func(ctx context.Context, tx pgx.Tx) error {
+		run, _, err := review.Create(ctx, tx, review.NewRun{RepositoryID: f.Seed.Repository, PRNumber: pr, HeadSHA: head,
+			HeadRef: "feature", BaseRef: "main", Trigger: review.TriggerOpened, Author: "bob"})
+		if err != nil {
+			return err
+		}
+		id = run.ID
+		if _, err := review.Start(ctx, tx, id, review.Modes{Review: "on", SAST: "on", Acceptance: "shadow"}, strings.Repeat("9", 40), ""); err != nil {
+			return err
+		}
+		_, err = review.AddFindings(ctx, tx, id, findings)
+		return err
+	})
+	return id
 }
