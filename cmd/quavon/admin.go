@@ -135,4 +135,3 @@ func runAdminGrant(ctx context.Context, o *adminGrantOptions) error {
 	_, err = fmt.Fprintf(o.env.stdout, "%s %s on %s: %s\n", o.Login, o.Role, o.Repo, verb)
 	return err
 }
-

@@ -53,9 +53,9 @@ const (
 	// service asks the broker for its read token.
 	gWeb          group = "dashboard"
 	gBrokerClient group = "broker client"
-	gFixCaps  group = "fix caps"
-	gLLM      group = "model"
-	gWorker   group = "worker"
+	gFixCaps      group = "fix caps"
+	gLLM          group = "model"
+	gWorker       group = "worker"
 )
 
 var serviceGroups = map[Service][]group{
