@@ -2,7 +2,11 @@ package web
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"html/template"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +32,8 @@ type diffLine struct {
 	Kind     string // add, del, ctx, hunk, note
 	Old, New int
 	HTML     template.HTML
+	// Raw is the diff line as stored (with its +, - or space).
+	Raw string
 }
 
 type diffFile struct {
@@ -37,6 +43,65 @@ type diffFile struct {
 	Lines    []diffLine
 	Adds     int
 	Dels     int
+	// Rows are the table rows of the highlighted view, built once (the
+	// diff is rendered once per patch and kept; see diffCache).
+	Rows template.HTML
+	// code are the indexes of the lines to highlight, lexer the lexer.
+	code  []int
+	lexer chroma.Lexer
+}
+
+// diffCache keeps rendered diffs by the SHA-256 of the diff text, the
+// executed-path reasons and the view: a stored patch never changes, and
+// highlighting is the page's dominant cost (chroma's regexp lexers), so a
+// patch is highlighted once however often its approval page is opened.
+type diffCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	m     map[string]renderedDiff
+}
+
+type renderedDiff struct {
+	files  []diffFile
+	lines  int
+	capped bool
+}
+
+// maxCachedDiffs bounds the cache (entries; each at most maxDiffLines).
+const maxCachedDiffs = 64
+
+func newDiffCache(max int) *diffCache { return &diffCache{max: max, m: map[string]renderedDiff{}} }
+
+func (c *diffCache) render(diff string, executed []patch.ExecutedPath, plain bool) ([]diffFile, int, bool) {
+	if c == nil || c.max == 0 {
+		return renderDiff(diff, executed, plain)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%t\n%d\n", plain, len(executed))
+	for _, e := range executed {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(e.Path), e.Path, len(e.Reason), e.Reason)
+	}
+	h.Write([]byte(diff))
+	key := hex.EncodeToString(h.Sum(nil))
+	c.mu.Lock()
+	r, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return r.files, r.lines, r.capped
+	}
+	files, lines, capped := renderDiff(diff, executed, plain)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.m[key]; !ok {
+		if len(c.order) >= c.max {
+			delete(c.m, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.order = append(c.order, key)
+		c.m[key] = renderedDiff{files, lines, capped}
+	}
+	return files, lines, capped
 }
 
 // renderDiff parses a stored unified diff (patch.RenderDiff's format) into
@@ -89,14 +154,15 @@ func renderDiff(diff string, executed []patch.ExecutedPath, plain bool) ([]diffF
 			if !plain {
 				lexer = lexerFor(cur.Path)
 			}
+			cur.lexer = lexer
 			continue
 		case strings.HasPrefix(l, "@@"):
 			oldN, newN = hunkStarts(l)
-			cur.Lines = append(cur.Lines, diffLine{Kind: "hunk", HTML: template.HTML(template.HTMLEscapeString(l))})
+			cur.Lines = append(cur.Lines, diffLine{Kind: "hunk", HTML: template.HTML(template.HTMLEscapeString(l)), Raw: l})
 			total++
 			continue
 		case strings.HasPrefix(l, `\`):
-			cur.Lines = append(cur.Lines, diffLine{Kind: "note", HTML: template.HTML(template.HTMLEscapeString(l))})
+			cur.Lines = append(cur.Lines, diffLine{Kind: "note", HTML: template.HTML(template.HTMLEscapeString(l)), Raw: l})
 			continue
 		}
 		if l == "" {
@@ -118,12 +184,106 @@ func renderDiff(diff string, executed []patch.ExecutedPath, plain bool) ([]diffF
 			oldN++
 			newN++
 		}
-		dl.Kind = kind
-		dl.HTML = highlightLine(lexer, clipLine(l[1:]))
+		dl.Kind, dl.Raw = kind, clipLine(l)
+		if plain || lexer == nil {
+			dl.HTML = template.HTML(template.HTMLEscapeString(clipLine(l[1:])))
+		} else {
+			cur.code = append(cur.code, len(cur.Lines))
+		}
 		cur.Lines = append(cur.Lines, dl)
 		total++
 	}
+	for i := range files {
+		highlightFile(&files[i])
+		if !plain {
+			files[i].Rows = rows(files[i].Lines)
+		}
+	}
 	return files, total, capped
+}
+
+// rows writes the table rows of a file's lines; every HTML field is
+// escaped already, kinds are our own constants.
+func rows(lines []diffLine) template.HTML {
+	var b strings.Builder
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	for _, l := range lines {
+		switch l.Kind {
+		case "hunk", "note":
+			b.WriteString(`<tr class="` + l.Kind + `"><td colspan="4">`)
+			b.WriteString(string(l.HTML))
+			b.WriteString("</td></tr>\n")
+		default:
+			mark := ""
+			switch l.Kind {
+			case "add":
+				mark = "+"
+			case "del":
+				mark = "−"
+			}
+			b.WriteString(`<tr class="` + l.Kind + `"><td class="ln">` + num(l.Old) + `</td><td class="ln">` + num(l.New) +
+				`</td><td class="mk">` + mark + `</td><td class="code">`)
+			b.WriteString(string(l.HTML))
+			b.WriteString("</td></tr>\n")
+		}
+	}
+	return template.HTML(b.String())
+}
+
+// highlightFile tokenises a file's code lines in one pass (the lines of
+// both sides, in diff order, one per line) and hands each line its tokens.
+func highlightFile(f *diffFile) {
+	if f.lexer == nil || len(f.code) == 0 {
+		return
+	}
+	var src strings.Builder
+	for _, i := range f.code {
+		src.WriteString(clipLine(f.Lines[i].Raw[1:]))
+		src.WriteByte('\n')
+	}
+	it, err := f.lexer.Tokenise(nil, src.String())
+	if err != nil {
+		for _, i := range f.code {
+			f.Lines[i].HTML = template.HTML(template.HTMLEscapeString(clipLine(f.Lines[i].Raw[1:])))
+		}
+		return
+	}
+	var b strings.Builder
+	n := 0
+	flush := func() {
+		if n < len(f.code) {
+			f.Lines[f.code[n]].HTML = template.HTML(b.String())
+		}
+		b.Reset()
+		n++
+	}
+	for t := it(); t != chroma.EOF; t = it() {
+		parts := strings.Split(t.Value, "\n")
+		cls := chroma.StandardTypes[t.Type]
+		for j, part := range parts {
+			if j > 0 {
+				flush()
+			}
+			if part == "" {
+				continue
+			}
+			if cls == "" {
+				b.WriteString(template.HTMLEscapeString(part))
+				continue
+			}
+			b.WriteString(`<span class="` + chromaClassSpan + cls + `">`)
+			b.WriteString(template.HTMLEscapeString(part))
+			b.WriteString(`</span>`)
+		}
+	}
+	if b.Len() > 0 {
+		flush()
+	}
 }
 
 func clipLine(s string) string {
@@ -165,40 +325,32 @@ func hunkStarts(l string) (int, int) {
 	return num(f[1]), num(f[2])
 }
 
-func lexerFor(path string) chroma.Lexer {
-	l := lexers.Match(path)
-	if l == nil {
-		return nil
-	}
-	return chroma.Coalesce(l)
-}
+// lexers.Match tries every lexer's globs, so its answer is kept per base
+// name (at most maxLexerCache names; past that it is asked again).
+const maxLexerCache = 4096
 
-// highlightLine escapes one line and wraps its tokens in chroma's classes
-// (no inline style: the stylesheet is served from /static/).
-func highlightLine(lexer chroma.Lexer, text string) template.HTML {
-	if lexer == nil {
-		return template.HTML(template.HTMLEscapeString(text))
+var lexerCache = struct {
+	sync.Mutex
+	m map[string]chroma.Lexer
+}{m: map[string]chroma.Lexer{}}
+
+func lexerFor(p string) chroma.Lexer {
+	name := path.Base(p)
+	lexerCache.Lock()
+	lx, ok := lexerCache.m[name]
+	lexerCache.Unlock()
+	if ok {
+		return lx
 	}
-	it, err := lexer.Tokenise(nil, text)
-	if err != nil {
-		return template.HTML(template.HTMLEscapeString(text))
+	if l := lexers.Match(name); l != nil {
+		lx = chroma.Coalesce(l)
 	}
-	var b strings.Builder
-	for t := it(); t != chroma.EOF; t = it() {
-		v := strings.TrimSuffix(t.Value, "\n")
-		if v == "" {
-			continue
-		}
-		cls := chroma.StandardTypes[t.Type]
-		if cls == "" {
-			b.WriteString(template.HTMLEscapeString(v))
-			continue
-		}
-		b.WriteString(`<span class="` + chromaClassSpan + cls + `">`)
-		b.WriteString(template.HTMLEscapeString(v))
-		b.WriteString(`</span>`)
+	lexerCache.Lock()
+	if len(lexerCache.m) < maxLexerCache {
+		lexerCache.m[name] = lx
 	}
-	return template.HTML(b.String())
+	lexerCache.Unlock()
+	return lx
 }
 
 var (

@@ -97,7 +97,7 @@ func (s *Server) loadFix(ctx context.Context, tx pgx.Tx, sess *Session, id strin
 		}
 		v.HasPatch, v.PatchSHA = true, sum
 		v.Executed = patch.ExecutedPaths(changes)
-		v.Files, v.DiffLines, v.DiffCapped = renderDiff(diff, v.Executed, plain)
+		v.Files, v.DiffLines, v.DiffCapped = s.diffs.render(diff, v.Executed, plain)
 	}
 	outs, err := publish.OutputsOfRun(ctx, tx, id)
 	if err != nil {

@@ -69,6 +69,7 @@ type Server struct {
 	pages  map[string]*template.Template
 	static http.Handler
 	http   *http.Client
+	diffs  *diffCache
 }
 
 // Option adjusts a Server (tests).
@@ -76,6 +77,9 @@ type Option func(*Server)
 
 // WithClock sets the clock.
 func WithClock(now func() time.Time) Option { return func(s *Server) { s.now = now } }
+
+// WithoutDiffCache renders every diff afresh (the benchmark's cold case).
+func WithoutDiffCache() Option { return func(s *Server) { s.diffs = nil } }
 
 // WithHTTPClient sets the client for GitHub's OAuth and user endpoints.
 func WithHTTPClient(c *http.Client) Option { return func(s *Server) { s.http = c } }
@@ -114,7 +118,8 @@ func New(cfg Config, db *postgres.DB, perms Permissions, log *slog.Logger, opts 
 	if cfg.InsecureCookies {
 		log.Warn("dashboard cookies without Secure and the __Host- prefix: development only")
 	}
-	s := &Server{cfg: cfg, db: db, perms: perms, log: log, now: time.Now, http: &http.Client{Timeout: 20 * time.Second}}
+	s := &Server{cfg: cfg, db: db, perms: perms, log: log, now: time.Now, http: &http.Client{Timeout: 20 * time.Second},
+		diffs: newDiffCache(maxCachedDiffs)}
 	for _, o := range opts {
 		o(s)
 	}

@@ -44,6 +44,9 @@ type Fixture struct {
 	Server *httptest.Server
 	URL    string
 
+	cfg   web.Config
+	perms web.Permissions
+
 	mu     sync.Mutex
 	offset time.Duration
 	users  map[string]string // login → users.id
@@ -91,15 +94,23 @@ func New(tb testing.TB, opt Options) *Fixture {
 	tb.Cleanup(f.Server.Close)
 	f.URL = f.Server.URL
 	f.GH.SetCallbackURL(f.App, f.URL+"/auth/callback")
-	w, err := web.New(web.Config{GitHubURL: f.GH.URL, GitHubAPIURL: f.GH.URL + "/", ClientID: f.App.ClientID,
-		ClientSecret: f.App.ClientSecret, PublicURL: f.URL, SessionIdle: opt.SessionIdle, SessionAbsolute: opt.SessionAbsolute},
-		f.CP.App, web.GitHubPermissions{Conn: conn}, nil, web.WithClock(f.Now))
+	f.cfg = web.Config{GitHubURL: f.GH.URL, GitHubAPIURL: f.GH.URL + "/", ClientID: f.App.ClientID,
+		ClientSecret: f.App.ClientSecret, PublicURL: f.URL, SessionIdle: opt.SessionIdle, SessionAbsolute: opt.SessionAbsolute}
+	f.perms = web.GitHubPermissions{Conn: conn}
+	f.Web = f.NewServer(tb)
+	handler = f.Web.Handler()
+	return f
+}
+
+// NewServer builds another dashboard on the fixture's database, emulator
+// and clock (the benchmark's uncached one, say).
+func (f *Fixture) NewServer(tb testing.TB, opts ...web.Option) *web.Server {
+	tb.Helper()
+	w, err := web.New(f.cfg, f.CP.App, f.perms, nil, append([]web.Option{web.WithClock(f.Now)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f.Web = w
-	handler = w.Handler()
-	return f
+	return w
 }
 
 func (f *Fixture) exec(tb testing.TB, sql string, args ...any) {
