@@ -46,12 +46,6 @@ var funcs = template.FuncMap{
 		}
 		return itoa(int(*p)) + " ms"
 	},
-	"lineno": func(n int) string {
-		if n == 0 {
-			return ""
-		}
-		return itoa(n)
-	},
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -42,10 +42,10 @@ func safeReturn(raw string) string {
 		return "/"
 	}
 	clean := path.Clean(u.Path)
-	if strings.HasPrefix(u.Path, "//") || strings.Contains(u.Path, "\\") || !strings.HasPrefix(clean, "/") || strings.HasPrefix(clean, "/auth/") {
+	if strings.HasPrefix(u.Path, "//") || strings.Contains(u.Path, "\\") || !strings.HasPrefix(clean, "/") || clean == "/auth" || strings.HasPrefix(clean, "/auth/") {
 		return "/"
 	}
-	return raw
+	return (&url.URL{Path: clean, RawQuery: u.RawQuery}).String()
 }
 
 // login starts the web flow: state and PKCE verifier in the login cookie,
