@@ -337,3 +337,67 @@ func TestPolicyEditor(t *testing.T) {
 		t.Fatalf("stale version: %d", resp.StatusCode)
 	}
 }
+
+// FX15: a review fix delivered as a commit on the pull request's branch
+// says so in its banner, and its approval binds the expected head too.
+func TestCommitDeliveryBanner(t *testing.T) {
+	f := webtest.New(t, webtest.Options{})
+	f.AddUser(t, "alice", "write", repos.RoleReview)
+	c := f.Client(t)
+	body(t, f.SignIn(t, c, "alice", "/repos"))
+	head := strings.Repeat("4", 40)
+	reviewID := f.NewReviewRun(t, 6, head, nil)
+	changes, base := webtest.FixPatch(2, 3, "x")
+	var runID, outputID string
+	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
+		run, err := fix.Create(ctx, tx, fix.NewRun{RepositoryID: f.Seed.Repository, Subject: fix.SubjectPullRequest, Number: 6, ReviewRunID: reviewID,
+			Delivery: fix.DeliveryCommit, Mode: fix.ModeApproval, Trigger: fix.TriggerDashboard, Actor: fix.Actor{Login: "alice", ID: 7}})
+		if err != nil {
+			return err
+		}
+		runID = run.ID
+		if _, err := fix.Start(ctx, tx, run.ID, fix.Base{SHA: head, Ref: "feature", HeadRepoExternalID: 99}); err != nil {
+			return err
+		}
+		diff, err := patch.RenderDiff(changes, base)
+		if err != nil {
+			return err
+		}
+		sum, err := fix.RecordPatch(ctx, tx, run.ID, changes, diff, "s")
+		if err != nil {
+			return err
+		}
+		if _, err := fix.Transition(ctx, tx, run.ID, fix.StatusAwaitingApproval, fix.Why{}); err != nil {
+			return err
+		}
+		pol, err := policy.Resolve(nil, policy.RepoFacts{Private: true}).VerdictsSHA256()
+		if err != nil {
+			return err
+		}
+		out, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: f.Seed.Repository, Kind: publish.KindFixCommit, FixRunID: run.ID,
+			Status: publish.OutputAwaitingApproval, Payload: map[string]any{"fixRunId": run.ID},
+			Bound: publish.Bound{PatchSHA256: sum, BaseSHA: head, HeadSHA: head, PolicySHA256: pol}, ExpiresAt: time.Now().Add(time.Hour)})
+		if err != nil {
+			return err
+		}
+		outputID = out.ID
+		return nil
+	})
+	page := body(t, mustGet(t, c, f.URL+"/fixes/"+runID))
+	if !strings.Contains(page, "This commit lands on the pull request") || !strings.Contains(page, "one commit on the pull request's branch") {
+		t.Fatal("the commit delivery is not named in the banner")
+	}
+	form := decisionForm(t, page)
+	if form.Get("head_sha") != head || form.Get("output_id") != outputID {
+		t.Fatalf("the form does not bind the head: %v", form)
+	}
+	form.Set("decision", "approve")
+	form.Set("head_sha", strings.Repeat("5", 40))
+	if code, _ := postDecision(t, c, f, runID, form); code != http.StatusConflict {
+		t.Fatalf("a moved head: %d, want 409", code)
+	}
+	form.Set("head_sha", head)
+	if code, _ := postDecision(t, c, f, runID, form); code != http.StatusSeeOther {
+		t.Fatalf("approve: %d", code)
+	}
+}
