@@ -194,9 +194,6 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Paths the dashboard serves, for quavon-api's router.
-var Paths = []string{"/{$}", "/static/", "/auth/", "/repos", "/repos/", "/reviews/", "/fixes/", "/audit"}
-
 // pageData is what every page template gets.
 type pageData struct {
 	Title    string
