@@ -142,6 +142,22 @@ func (b *browser) eval(expr string, await bool) any {
 	return value(b, chromedp.Evaluate[any](expr, opts...))
 }
 
+// waitFor evaluates expr until it gives a non-empty string (navigations
+// in between are expected) and returns it.
+func (b *browser) waitFor(expr string) string {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		v, err := chromedp.Run(b.ctx, chromedp.Evaluate[any](expr))
+		if s, ok := v.(string); err == nil && ok && s != "" {
+			return s
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.t.Fatalf("timed out waiting for %s", expr)
+	return ""
+}
+
 func (b *browser) violations() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -246,8 +262,9 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 	}
 
 	b.run(chromedp.Navigate(f.URL+"/fixes/"+fr.ID), chromedp.WaitVisible(chromedp.CSS("#approve")),
-		chromedp.Click(chromedp.CSS("#approve")), chromedp.WaitVisible(chromedp.CSS("#run-state")))
-	st := value(b, chromedp.Text(chromedp.CSS("#run-state")))
+		chromedp.Click(chromedp.CSS("#approve")))
+	// The click posts the form; the answer redirects back to the run.
+	st := b.waitFor(`(document.querySelector("#approve") === null && document.querySelector("#run-state")) ? document.querySelector("#run-state").textContent : ""`)
 	if !strings.HasPrefix(st, "approved") {
 		t.Fatalf("after approving the page shows state %q", st)
 	}
@@ -255,7 +272,8 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 
 	// carol (repo:manage, no repo:review): no button; a forged POST from
 	// her own session, with her form token, is refused.
-	b.run(chromedp.Click(chromedp.CSS(".signout button")), chromedp.WaitVisible(chromedp.CSS("main")))
+	b.run(chromedp.Click(chromedp.CSS(".signout button")))
+	b.waitFor(`document.querySelector("a.button[href^='/auth/login']") ? "signed out" : ""`)
 	f.GH.SignInAs("carol")
 	b.run(chromedp.Navigate(f.URL+"/auth/login?return=/fixes/"+other.ID), chromedp.WaitVisible(chromedp.CSS("#run-state")))
 	buttons, _ := b.eval(`document.querySelectorAll("#approve").length`, false).(float64)
@@ -266,8 +284,7 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 		add("form_token", document.querySelector("input[name=form_token]").value); add("decision", "approve"); add("output_id", %q);
 		add("patch_sha256", %q); add("base_sha", %q); add("policy_sha256", %q); document.body.appendChild(f); f.submit(); return true; })()`,
 		other.ID, other.OutputID, other.PatchSHA, other.BaseSHA, other.PolicySHA), false)
-	b.run(chromedp.WaitVisible(chromedp.CSS("p.error")))
-	refusal := value(b, chromedp.Text(chromedp.CSS("p.error")))
+	refusal := b.waitFor(`document.querySelector("p.error") ? document.querySelector("p.error").textContent : ""`)
 	if title := value(b, chromedp.Title()); !strings.HasPrefix(title, http.StatusText(http.StatusForbidden)) {
 		t.Errorf("forged approval answered the page %q, want Forbidden (403)", title)
 	}
