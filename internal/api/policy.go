@@ -13,7 +13,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/quavon/quavon/internal/audit"
 	"github.com/quavon/quavon/internal/auth"
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/repos"
@@ -122,35 +121,15 @@ func (s *Server) putPolicy(w http.ResponseWriter, r *http.Request, p *auth.Princ
 		if repo, err = managedRepository(ctx, tx, p, r.PathValue("owner"), r.PathValue("repo")); err != nil {
 			return err
 		}
-		oldDoc, current, err := repos.Policy(ctx, tx, repo.ID, true)
-		if err != nil {
-			return err
-		}
-		if current != want {
-			return errPreconditionFailed
-		}
-		old := policy.Default()
-		if oldDoc != nil {
-			if parsed, err := policy.Parse(oldDoc); err == nil {
-				old = parsed
-			}
-		}
-		version, err = repos.SavePolicy(ctx, tx, repo.ID, canonical, current, p.UserID)
+		up, err := repos.UpdatePolicy(ctx, tx, repo, p.UserID, newPolicy, canonical, want)
 		if errors.Is(err, repos.ErrVersionConflict) {
 			return errPreconditionFailed
 		}
 		if err != nil {
 			return err
 		}
-		_, err = audit.Record(ctx, tx, audit.Event{
-			ActorUserID: p.UserID, Actor: "user:" + p.UserID, Action: "repository.policy.update",
-			SubjectType: "repository", SubjectID: repo.ID,
-			Metadata: map[string]any{
-				"repository": repo.FullName(), "fromVersion": current, "toVersion": version,
-				"changes": policy.Diff(old, newPolicy),
-			},
-		})
-		return err
+		version = up.To
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("put policy: %w", err)

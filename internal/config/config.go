@@ -161,13 +161,26 @@ type API struct {
 	ReviewWebhookSecretFile, FixerWebhookSecretFile string
 }
 
+// Web settings of the dashboard quavon-api serves.
+type Web struct {
+	// PublicURL empty: no dashboard.
+	PublicURL                    string
+	GitHubURL                    string
+	ClientID, ClientSecretFile   string
+	SessionIdle, SessionAbsolute time.Duration
+	InsecureCookies              bool
+}
+
 // The per-service views.
 type (
 	// APIConfig is quavon-api's view.
 	APIConfig struct {
 		Core
-		DB  Database
-		API API
+		DB     Database
+		API    API
+		Web    Web
+		GitHub GitHub
+		Broker BrokerClient
 	}
 	// WorkerConfig is quavon-worker's view.
 	WorkerConfig struct {
@@ -233,7 +246,12 @@ func LoadAPI(environ []string) (APIConfig, error) {
 	if err != nil {
 		return APIConfig{}, err
 	}
-	c := APIConfig{Core: r.core(), DB: r.database(), API: r.api()}
+	core := r.core()
+	c := APIConfig{Core: core, DB: r.database(), API: r.api(), Web: r.web(core), GitHub: r.github(),
+		Broker: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]}}
+	if c.Web.PublicURL != "" && c.Broker.CredentialFile == "" {
+		r.fail("the dashboard (QUAVON_WEB_PUBLIC_URL) needs QUAVON_BROKER_CREDENTIAL_FILE: approvals re-check the approver's permission on GitHub")
+	}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -597,6 +615,32 @@ func (r *reader) listenAddr(name string) string {
 func (r *reader) api() API {
 	return API{Listen: r.vals["QUAVON_API_LISTEN"], ReviewWebhookSecretFile: r.vals["QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE"],
 		FixerWebhookSecretFile: r.vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"]}
+}
+
+func (r *reader) web(core Core) Web {
+	w := Web{PublicURL: r.vals["QUAVON_WEB_PUBLIC_URL"], GitHubURL: r.vals["QUAVON_GITHUB_WEB_URL"],
+		ClientID: r.vals["QUAVON_GITHUB_REVIEW_CLIENT_ID"], ClientSecretFile: r.vals["QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE"],
+		SessionIdle:     r.duration("QUAVON_WEB_SESSION_IDLE", time.Minute, 30*24*time.Hour),
+		SessionAbsolute: r.duration("QUAVON_WEB_SESSION_ABSOLUTE", time.Minute, 90*24*time.Hour),
+		InsecureCookies: r.bool("QUAVON_WEB_INSECURE_COOKIES")}
+	if w.PublicURL == "" {
+		return w
+	}
+	if w.ClientID == "" || w.ClientSecretFile == "" {
+		r.fail("the dashboard (QUAVON_WEB_PUBLIC_URL) needs QUAVON_GITHUB_REVIEW_CLIENT_ID and QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE")
+	}
+	if w.SessionIdle > w.SessionAbsolute {
+		r.fail("QUAVON_WEB_SESSION_IDLE is longer than QUAVON_WEB_SESSION_ABSOLUTE")
+	}
+	switch {
+	case w.InsecureCookies && core.Env == Production:
+		r.fail("QUAVON_WEB_INSECURE_COOKIES=true is refused in production")
+	case w.InsecureCookies:
+		r.warn("QUAVON_WEB_INSECURE_COOKIES=true: dashboard cookies travel without Secure (plain-http development only)")
+	case !strings.HasPrefix(w.PublicURL, "https://"):
+		r.fail("QUAVON_WEB_PUBLIC_URL %q: want https (or QUAVON_WEB_INSECURE_COOKIES=true in development)", w.PublicURL)
+	}
+	return w
 }
 
 func (r *reader) github() GitHub {

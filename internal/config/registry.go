@@ -54,7 +54,9 @@ const (
 	gFixCaps  group = "fix caps"
 	gLLM      group = "model"
 	gWorker   group = "worker"
-	// gBrokerClient is how a service reaches the token broker.
+	// gWeb is the dashboard quavon-api serves; gBrokerClient is how a
+	// service reaches the token broker.
+	gWeb          group = "dashboard"
 	gBrokerClient group = "broker client"
 	gPublisher    group = "publisher"
 )
@@ -63,7 +65,7 @@ var serviceGroups = map[Service][]group{
 	// The API and the worker get the github group, the broker's client
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
-	ServiceAPI:     {gCore, gDatabase, gAPI},
+	ServiceAPI:     {gCore, gDatabase, gAPI, gWeb, gGitHub, gBrokerClient},
 	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
@@ -150,6 +152,16 @@ var registry = []Setting{
 	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
 
+	{Name: "QUAVON_WEB_PUBLIC_URL", group: gWeb, Doc: "where the dashboard is reached (`https://quavon.example.com`); empty: no dashboard. The review app's OAuth callback URL is this plus `/auth/callback`"},
+	{Name: "QUAVON_GITHUB_WEB_URL", Default: "https://github.com", group: gWeb, Doc: "GitHub's web root, for the OAuth sign-in (GHES: `https://HOST`)"},
+	{Name: "QUAVON_GITHUB_REVIEW_CLIENT_ID", group: gWeb, Doc: "the review app's OAuth client id (dashboard sign-in)"},
+	{Name: "QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE", Secret: true, group: gWeb, Doc: "the review app's OAuth client secret"},
+	{Name: "QUAVON_WEB_SESSION_IDLE", Default: "12h", group: gWeb, Doc: "a dashboard session ends after this long without a request"},
+	{Name: "QUAVON_WEB_SESSION_ABSOLUTE", Default: "168h", group: gWeb, Doc: "a dashboard session ends this long after sign-in, whatever its use"},
+	{Name: "QUAVON_WEB_INSECURE_COOKIES", Default: "false", group: gWeb, Doc: "plain-http development only: cookies without `Secure` and the `__Host-` prefix (refused in production)"},
+	{Name: "QUAVON_BROKER_ADDR", Default: "unix:/run/quavon/broker.sock", group: gBrokerClient, Doc: "the token broker's address (`unix:/path` or `ip:port`)"},
+	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this service's broker credential (`quavon broker credential`); its SHA-256 is in the broker's callers file with the service's role"},
+
 	{Name: "QUAVON_GITHUB_API_URL", Default: "https://api.github.com/", group: gGitHub, Doc: "GitHub's REST root (GitHub Enterprise Server: `https://HOST/api/v3/`)"},
 	{Name: "QUAVON_GITHUB_GRAPHQL_URL", Default: "https://api.github.com/graphql", group: gGitHub, Doc: "GitHub's GraphQL endpoint (GHES: `https://HOST/api/graphql`)"},
 
@@ -166,9 +178,6 @@ var registry = []Setting{
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
 	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
-
-	{Name: "QUAVON_BROKER_ADDR", Default: "unix:/run/quavon/broker.sock", group: gBrokerClient, Doc: "the token broker: `unix:/path` or `host:port`"},
-	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this caller's broker credential (its SHA-256 is in the broker's callers file, with the role `publisher`)"},
 
 	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gPublisher, Doc: "the review app's slug; reconcile trusts only reviews by `<slug>[bot]` and check runs of that app (required)"},
 	{Name: "QUAVON_PUBLISHER_CONCURRENCY", Default: "4", group: gPublisher, Doc: "jobs of the `publish` queue the publisher runs at once"},

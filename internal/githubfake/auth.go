@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -75,8 +76,14 @@ type App struct {
 	Bot           *Account // "<slug>[bot]"
 	Owner         *Account // who registered it (nil: its bot)
 
-	webhookURL string
-	created    time.Time
+	// ClientID and ClientSecret are the app's OAuth credentials (the
+	// user-to-server web flow, oauth.go).
+	ClientID     string
+	ClientSecret string
+
+	webhookURL  string
+	callbackURL string
+	created     time.Time
 }
 
 // Installation is an app installed on an account.
@@ -112,6 +119,8 @@ func (s *Server) RegisterApp(slug string) *App {
 	}
 	secret := make([]byte, 20)
 	_, _ = rand.Read(secret)
+	clientSecret := make([]byte, 20)
+	_, _ = rand.Read(clientSecret)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	app := &App{
@@ -121,8 +130,10 @@ func (s *Server) RegisterApp(slug string) *App {
 		PrivateKey:    key,
 		PrivateKeyPEM: pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
 		WebhookSecret: hex.EncodeToString(secret),
+		ClientSecret:  hex.EncodeToString(clientSecret),
 		created:       s.now(),
 	}
+	app.ClientID = fmt.Sprintf("Iv23li%014d", app.ID)
 	app.Bot = s.account(slug+"[bot]", "Bot")
 	s.apps[app.ID] = app
 	return app
@@ -380,6 +391,15 @@ func (c *call) authenticate() {
 			return
 		}
 		c.kind, c.app = TokenJWT, app
+		return
+	}
+	if ut := c.s.userTokens[cred]; ut != nil {
+		if !c.s.now().Before(ut.expires) {
+			c.kind = TokenInvalid
+			c.fail(http.StatusUnauthorized, "Bad credentials")
+			return
+		}
+		c.kind, c.user = TokenUser, ut.user
 		return
 	}
 	t := c.s.tokens[cred]

@@ -155,6 +155,10 @@ func TestFidelityRoutes(t *testing.T) {
 		{"repo installation", httpCall{"GET", "/repos/acme/app/installation", jwt, nil}, 200, nil},
 		{"repo installation: none", httpCall{"GET", "/repos/mallory/none/installation", jwt, nil}, 404, nil},
 
+		{"authenticated user", httpCall{"GET", "/user", s.UserToken(w.app, "alice"), nil}, 200, nil},
+		{"authenticated user: installation token", httpCall{"GET", "/user", tok, nil}, 403, nil},
+		{"authenticated user: none", httpCall{"GET", "/user", "", nil}, 401, nil},
+
 		{"get repo", httpCall{"GET", "/repos/acme/app", tok, nil}, 200, nil},
 		{"get repo: other installation", httpCall{"GET", "/repos/acme/app", other, nil}, 404, nil},
 		{"get repo: bad credentials", httpCall{"GET", "/repos/acme/app", "ghs_nope", nil}, 401, nil},

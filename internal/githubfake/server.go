@@ -47,6 +47,7 @@ const (
 	TokenNone         TokenKind = "none"         // no Authorization header
 	TokenJWT          TokenKind = "jwt"          // a valid app JWT
 	TokenInstallation TokenKind = "installation" // a valid installation access token
+	TokenUser         TokenKind = "user"         // a valid user-to-server token (OAuth web flow)
 	TokenInvalid      TokenKind = "invalid"      // credentials present but refused
 )
 
@@ -88,9 +89,12 @@ type Server struct {
 	requests      []Request
 	// acked holds the common commits a fetch negotiation's round was
 	// ACKed for, until its "done" request (githttp.go).
-	acked    map[string]ackedRound
-	rateUsed map[string]int // per rate-limit bucket
-	auto     autoState
+	acked      map[string]ackedRound
+	rateUsed   map[string]int // per rate-limit bucket
+	auto       autoState
+	signedIn   *Account              // who approves OAuth authorizations
+	oauthCodes map[string]*oauthCode // by code
+	userTokens map[string]*userToken // by token
 }
 
 // New starts an emulator that is closed when the test ends.
@@ -236,6 +240,7 @@ type call struct {
 	checked []byte
 	app     *App         // JWT calls
 	tok     *accessToken // installation token calls
+	user    *Account     // user token calls
 	gql     string
 
 	status int
@@ -330,6 +335,9 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// Faults answering before anything happens still authenticate first, so
 	// the log shows who was refused.
+	if s.serveOAuth(w, c) {
+		return
+	}
 	c.authenticate()
 	if s.serveGit(w, c) {
 		return

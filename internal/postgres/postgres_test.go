@@ -70,6 +70,8 @@ func (e *env) tenant(t *testing.T, name string) (postgres.TenantID, string) {
 			`INSERT INTO user_identities (tenant_id, user_id, login, external_id) SELECT tenant_id, id, '` + name + `', (random()*1e12)::bigint + 1 FROM users`,
 			`INSERT INTO role_grants (tenant_id, user_id, repository_id, role) SELECT tenant_id, id, '` + repo + `', 'repo:manage' FROM users`,
 			`INSERT INTO api_tokens (tenant_id, user_id, name, token_hash) SELECT tenant_id, id, 't', sha256(gen_random_uuid()::text::bytea) FROM users`,
+			`INSERT INTO web_sessions (tenant_id, user_id, secret_hash, host, login, external_id, idle_expires_at, expires_at)
+				SELECT tenant_id, id, sha256(gen_random_uuid()::text::bytea), 'github.com', 'ada', 7, now() + interval '1 hour', now() + interval '1 day' FROM users`,
 			`INSERT INTO audit_log (tenant_id, seq, prev_hash, hash, actor, action, subject_type, subject_id) SELECT tenant, head_seq + 1, head_hash, sha256('x'), 'test', 'tenant.create', 'tenant', '` + name + `' FROM quavon_audit_head()`,
 			`INSERT INTO webhook_deliveries (tenant_id, delivery_id, event) VALUES (quavon_current_tenant(), gen_random_uuid()::text, 'ping')`,
 			`INSERT INTO fix_run_caps (tenant_id, scope, key, day, count) VALUES (quavon_current_tenant(), 'tenant', '', current_date, 1)`,

@@ -57,6 +57,7 @@ var Kept = map[string]string{
 	"user_identities":     "accounts",
 	"role_grants":         "configuration",
 	"api_tokens":          "credentials: expire and are revoked on their own",
+	"web_sessions":        "credentials: end within QUAVON_WEB_SESSION_ABSOLUTE; a user's ended sessions are deleted at their next sign-in",
 	"audit_log":           "append-only for every role; leaves with its tenant",
 	"audit_heads":         "one row per tenant: the head of its audit hash chain, kept with audit_log",
 }

@@ -1,6 +1,9 @@
 // Package api is the one assembly of quavon-api: the database as the
 // service role, the webhook secrets, an insert-only River client for the
-// jobs of webhook events, the HTTP API (internal/api) on its listener.
+// jobs of webhook events, the HTTP API (internal/api) and, when
+// QUAVON_WEB_PUBLIC_URL is set, the dashboard (internal/web, with the
+// review app's read token from the broker for live permission checks) on
+// its listener.
 package api
 
 import (
@@ -20,6 +23,7 @@ import (
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/secretfile"
+	"github.com/quavon/quavon/internal/web"
 )
 
 // MinWebhookSecret is the shortest webhook secret accepted.
@@ -68,8 +72,14 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 		db.Close()
 		return nil, err
 	}
+	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs}).Handler(), cfg, db, log)
+	if err != nil {
+		ln.Close()
+		db.Close()
+		return nil, err
+	}
 	s := &Service{db: db, ln: ln, log: log, srv: &http.Server{
-		Handler:           (&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs}).Handler(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
 		WriteTimeout:      30 * time.Second,
@@ -101,3 +111,39 @@ func (s *Service) Run(ctx context.Context) error {
 
 // Close releases the database pool.
 func (s *Service) Close() { s.db.Close() }
+
+// routes puts the JSON API under /api/, /webhooks/ and /healthz and the
+// dashboard (when configured) everywhere else.
+func routes(api http.Handler, cfg config.APIConfig, db *postgres.DB, log *slog.Logger) (http.Handler, error) {
+	if cfg.Web.PublicURL == "" {
+		return api, nil
+	}
+	secret, err := secretfile.Read("QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE", cfg.Web.ClientSecretFile, 1)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := secretfile.Read("QUAVON_BROKER_CREDENTIAL_FILE", cfg.Broker.CredentialFile, 1)
+	if err != nil {
+		return nil, err
+	}
+	broker, err := github.NewBrokerClient(cfg.Broker.Addr, cred)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := github.NewConn(github.ConnConfig{APIURL: cfg.GitHub.APIURL, GraphQLURL: cfg.GitHub.GraphQLURL, Tokens: broker, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	dash, err := web.New(web.Config{GitHubURL: cfg.Web.GitHubURL, GitHubAPIURL: cfg.GitHub.APIURL, ClientID: cfg.Web.ClientID,
+		ClientSecret: string(secret), PublicURL: cfg.Web.PublicURL, InsecureCookies: cfg.Web.InsecureCookies,
+		SessionIdle: cfg.Web.SessionIdle, SessionAbsolute: cfg.Web.SessionAbsolute}, db, web.GitHubPermissions{Conn: conn}, log)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/api/", api)
+	mux.Handle("/webhooks/", api)
+	mux.Handle("/healthz", api)
+	mux.Handle("/", dash.Handler())
+	return mux, nil
+}

@@ -1,0 +1,61 @@
+// Package web is the dashboard quavon-api serves: GitHub sign-in, the
+// repositories and their effective policy, review runs and their findings,
+// fix runs, the approval of the exact patch, and the audit log. Pages are
+// server-rendered html/template with plain forms; there is no JavaScript.
+//
+// # Sign-in
+//
+// The review app's OAuth web flow (user-to-server) with state and PKCE
+// (S256, golang.org/x/oauth2): /auth/login sets a short-lived login cookie
+// holding the state, the PKCE verifier and the local return path, and
+// redirects to GitHub; /auth/callback checks the state against the cookie
+// (constant time), exchanges the code with the verifier, reads GET /user
+// once and drops the user token. The identity (host, login, id) is looked
+// up with quavon_route_identity (the one way to find a tenant without one);
+// an unknown identity is refused. The return path is a local path only
+// (no scheme, host, "//", backslash or control character).
+//
+// # Sessions
+//
+// web_sessions rows, found by the SHA-256 of the cookie value
+// (<tenant hex>.<32 random bytes>); idle and absolute expiry; a new
+// session at every sign-in (the browser's previous one is revoked: no
+// fixation); sign-out revokes. The cookie is __Host-quavon-session,
+// HttpOnly, Secure, SameSite=Lax, Path=/ (InsecureCookies, for plain-http
+// development only, drops Secure and the __Host- prefix and logs a
+// warning).
+//
+// # Requests that change state
+//
+// Every POST passes the standard library's http.CrossOriginProtection
+// (Sec-Fetch-Site, else Origin against Host) and carries a per-session
+// form token (SHA-256 of the session cookie under its own domain string,
+// compared in constant time), for browsers that send neither header.
+//
+// # Roles
+//
+// Pages of a repository need repo:review or repo:manage on it; the policy
+// editor needs repo:manage; approving, rejecting and finding feedback need
+// repo:review, and an approval also re-checks, live on GitHub, that the
+// signed-in identity has write or admin permission on the repository.
+//
+// # Approval
+//
+// The fix run page shows the stored diff (syntax highlighted with chroma),
+// PatchSHA256, the base commit, the executed paths (patch.ExecutedPaths)
+// with their reasons, the CI-secrets banner, the delivery and the expiry.
+// The approve and reject forms carry the output's payload hash and every
+// bound hash (patch, base, head, policy) as shown; publish.Decide refuses
+// when any differs from what is stored (409), and the page refuses when
+// the repository's effective policy no longer hashes to the bound policy
+// hash (409). The decision, the fix run's move and the audit entry are one
+// transaction.
+//
+// # Headers
+//
+// Content-Security-Policy without inline script or style ("default-src
+// 'none'; style-src 'self'; img-src 'self'; form-action 'self';
+// frame-ancestors 'none'; base-uri 'none'"), nosniff, no referrer, no
+// caching of pages. Stylesheets are embedded (embed); nothing is loaded
+// from a third party.
+package web
