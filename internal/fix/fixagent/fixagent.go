@@ -127,14 +127,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("fixagent.Run: invalid limits %+v", lim)
 	}
 	plim := patch.Limits{MaxFiles: lim.MaxFiles, MaxChangedLines: lim.MaxChangedLines, MaxFileBytes: agent.MaxFileBytes}
-	ov, err := patch.NewOverlay(cfg.Base, cfg.Paths, plim)
+	// The base is read through a cache: search reads every file per call.
+	base := cfg.Base.Cached(agent.MaxSearchBytes)
+	ov, err := patch.NewOverlay(base, cfg.Paths, plim)
 	if err != nil {
 		return nil, fmt.Errorf("fixagent.Run: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.WallClock)
 	defer cancel()
 	st := &state{cfg: cfg, ov: ov, res: &Result{}}
-	tools := append(agent.ReadTools(agent.NewWorkspace(cfg.Base, ov)), st.writeTools()...)
+	tools := append(agent.ReadTools(agent.NewWorkspace(base, ov)), st.writeTools()...)
 	tools = append(tools, st.sandboxTools()...)
 	tools = append(tools, st.finishTool())
 	out, err := agent.Run(ctx, agent.Config{Model: cfg.Model, System: systemPrompt(cfg), Tools: tools, MaxSteps: lim.MaxSteps,
