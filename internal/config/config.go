@@ -139,6 +139,11 @@ type GitHub struct {
 	APIURL, GraphQLURL string
 }
 
+// BrokerClient is how a service reaches the token broker.
+type BrokerClient struct {
+	Addr, CredentialFile string
+}
+
 // Broker settings of quavon-token-broker.
 type Broker struct {
 	Listen      string
@@ -159,6 +164,8 @@ type API struct {
 	// ReviewWebhookSecretFile and FixerWebhookSecretFile hold the GitHub
 	// Apps' webhook secrets.
 	ReviewWebhookSecretFile, FixerWebhookSecretFile string
+	// FixerSlug is the Fixer app's slug, for "@<slug> fix" comments.
+	FixerSlug string
 }
 
 // The per-service views.
@@ -179,6 +186,10 @@ type (
 		MaxFixRunsPerTenantPerDay int
 		// Worker is the worker's queues and shutdown.
 		Worker Worker
+		// GitHub and BrokerClient: how the worker reads GitHub (fix
+		// triggers' live checks); BrokerClient.Addr empty: it does not.
+		GitHub       GitHub
+		BrokerClient BrokerClient
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -245,7 +256,11 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 		return WorkerConfig{}, err
 	}
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
-		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker()}
+		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker(),
+		GitHub: r.github(), BrokerClient: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]}}
+	if c.BrokerClient.Addr != "" && c.BrokerClient.CredentialFile == "" {
+		r.fail("QUAVON_BROKER_ADDR is set: QUAVON_BROKER_CREDENTIAL_FILE is required")
+	}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -596,7 +611,7 @@ func (r *reader) listenAddr(name string) string {
 
 func (r *reader) api() API {
 	return API{Listen: r.vals["QUAVON_API_LISTEN"], ReviewWebhookSecretFile: r.vals["QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE"],
-		FixerWebhookSecretFile: r.vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"]}
+		FixerWebhookSecretFile: r.vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"], FixerSlug: r.vals["QUAVON_GITHUB_FIXER_APP_SLUG"]}
 }
 
 func (r *reader) github() GitHub {

@@ -49,9 +49,11 @@ const (
 	gAPI      group = "api"
 	gGitHub   group = "github"
 	gBroker   group = "broker"
-	gFixCaps  group = "fix caps"
-	gLLM      group = "model"
-	gWorker   group = "worker"
+	// gBrokerClient: how a service reaches the token broker.
+	gBrokerClient group = "broker client"
+	gFixCaps      group = "fix caps"
+	gLLM          group = "model"
+	gWorker       group = "worker"
 )
 
 var serviceGroups = map[Service][]group{
@@ -59,7 +61,7 @@ var serviceGroups = map[Service][]group{
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
 	ServiceAPI:     {gCore, gDatabase, gAPI},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker},
+	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker, gGitHub, gBrokerClient},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
@@ -141,6 +143,10 @@ var registry = []Setting{
 	{Name: "QUAVON_API_LISTEN", Default: ":8080", group: gAPI, Doc: "where `quavon-api` listens"},
 	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
+	{Name: "QUAVON_GITHUB_FIXER_APP_SLUG", group: gAPI, Doc: "the Fixer app's slug: `@<slug> fix` in an issue comment starts a fix (empty: only labels do)"},
+
+	{Name: "QUAVON_BROKER_ADDR", group: gBrokerClient, Doc: "the token broker: `unix:/path` or `host:port` (empty: the worker reads nothing on GitHub, and fix triggers wait)"},
+	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this service's broker credential (one line)"},
 
 	{Name: "QUAVON_GITHUB_API_URL", Default: "https://api.github.com/", group: gGitHub, Doc: "GitHub's REST root (GitHub Enterprise Server: `https://HOST/api/v3/`)"},
 	{Name: "QUAVON_GITHUB_GRAPHQL_URL", Default: "https://api.github.com/graphql", group: gGitHub, Doc: "GitHub's GraphQL endpoint (GHES: `https://HOST/api/graphql`)"},

@@ -18,6 +18,7 @@ import (
 	httpapi "github.com/quavon/quavon/internal/api"
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/mention"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/secretfile"
 )
@@ -63,13 +64,20 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 		db.Close()
 		return nil, err
 	}
+	var fixer *mention.Parser
+	if cfg.API.FixerSlug != "" {
+		if fixer, err = mention.New(cfg.API.FixerSlug); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("QUAVON_GITHUB_FIXER_APP_SLUG: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	s := &Service{db: db, ln: ln, log: log, srv: &http.Server{
-		Handler:           (&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs}).Handler(),
+		Handler:           (&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs, FixerCommands: fixer}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
 		WriteTimeout:      30 * time.Second,
