@@ -3,6 +3,7 @@ package fixagent_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"log/slog"
 	"strings"
 	"testing"
@@ -50,7 +51,14 @@ func startRunner(t *testing.T, mode docker.Mode) (*runnerapp.Local, *testenv.Log
 // agent's overlay (a deletion visible only in the run step), then the
 // policy's test command; the model sees the exit code and the output
 // inside Untrusted, and its arguments choose nothing.
+//
+// Exfiltration (FX2, SB2): a canary in this process's environment (the
+// worker's and, in process, the runner's) and in a file beside it; the lint
+// command prints every environment it can reach. The canary appears in no
+// tool result, no stored tail, no patch and no log.
 func TestRunTestsInTheSandbox(t *testing.T) {
+	const envCanary = "QUAVON-FIX-ENV-CANARY-4d1c"
+	t.Setenv("QUAVON_FIX_CANARY", envCanary)
 	for name, mode := range map[string]docker.Mode{"runsc": docker.ModeRunsc} {
 		t.Run(name, func(t *testing.T) {
 			local, logs := startRunner(t, mode)
@@ -61,13 +69,14 @@ func TestRunTestsInTheSandbox(t *testing.T) {
 				SetupCommand: `test -f gone.txt && echo setup-saw-gone > setup.log`,
 				SetupEgress:  sandbox.Egress{Mode: sandbox.EgressNone},
 				TestCommand:  `test -e gone.txt && echo run-saw-gone; cat lib/kept.txt lib/new.txt setup.log; exit 3`,
-				LintCommand:  `echo lint-ran`,
+				LintCommand:  `env; cat /proc/self/environ /proc/1/environ 2>&1; ls -a / ~ /run/secrets 2>&1; echo lint-ran`,
 				Limits: sandbox.Limits{CPUMillis: 1000, MemoryBytes: 256 << 20, Pids: 128, WallClockSeconds: 60, SetupSeconds: 30,
 					WorkBytes: 128 << 20, TmpBytes: 16 << 20, OutputBytes: 1 << 20, NoFile: 256, FileSizeBytes: 64 << 20}}
 			model := llm.NewScripted(llm.Steps(
 				llm.Call("delete_file", map[string]string{"path": "gone.txt"}),
 				llm.Call("create_file", map[string]string{"path": "lib/new.txt", "content": "new\n"}),
 				llm.Call("run_tests", struct{}{}),
+				llm.Call("run_linter", struct{}{}),
 				llm.Call("finish", map[string]string{"summary": "done"}),
 			), "", llm.Price{})
 			cfg := fixagent.Config{Model: model, Base: patch.MapBase(files),
@@ -105,6 +114,24 @@ func TestRunTestsInTheSandbox(t *testing.T) {
 			}
 			if len(res.Changes) != 2 || res.Changes[0].Path != "gone.txt" || res.Changes[0].Operation != patch.OpDelete {
 				t.Errorf("changes %+v", res.Changes)
+			}
+			if res.LastLint == nil || !strings.Contains(res.LastLint.StdoutTail, "lint-ran") {
+				t.Errorf("the lint run: %+v", res.LastLint)
+			}
+			var all strings.Builder
+			for _, req := range model.Requests() {
+				for _, m := range req.Messages {
+					all.WriteString(m.Text)
+					for _, tr := range m.ToolResults {
+						all.WriteString(tr.Content)
+					}
+				}
+			}
+			js, _ := json.Marshal(res)
+			for what, text := range map[string]string{"the model's input": all.String(), "the result": string(js), "the runner's logs": logs.String()} {
+				if strings.Contains(text, envCanary) {
+					t.Errorf("the canary reached %s", what)
+				}
 			}
 			_ = fix.KindTest
 		})
