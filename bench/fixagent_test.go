@@ -9,8 +9,12 @@ import (
 	"time"
 
 	"github.com/quavon/quavon/internal/agent"
+	"github.com/quavon/quavon/internal/fix"
+	"github.com/quavon/quavon/internal/fix/fixagent"
 	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/patch"
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
+	"github.com/quavon/quavon/internal/snapshot"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -99,4 +103,39 @@ func BenchmarkFixAgentTools(b *testing.B) {
 	b.ReportMetric(float64(oursSearch.Microseconds())/n, "search-µs/op")
 	b.ReportMetric(float64(gitSearch.Microseconds())/n, "git-grep-µs/op")
 	b.ReportMetric(float64(oursSearch)/float64(gitSearch), "search/git-grep")
+}
+
+// BenchmarkFixRunTests: one run_tests round of the fix agent (the overlay
+// of one edited file built from memory, the signed job with the base
+// snapshot, the verified result, the tails redacted and cut) against a bare
+// `docker run` of the same command (/bin/true) on the same image and
+// runtime (gVisor), interleaved. Goal: ≤ 1.3×.
+func BenchmarkFixRunTests(b *testing.B) {
+	rb := newRunnerBench(b, docker.ModeRunsc, 1)
+	sb := &fixagent.JobSandbox{Runner: rb.local.Client, TenantID: "tenant-bench", Base: snapshot.Dir(rb.base), ImageClass: "byo:smoke",
+		TestCommand: "true", Limits: benchLimits()}
+	changes := []patch.FixFileChange{{Path: "fix.go", Operation: patch.OpCreate, NewContent: "package fix\n", Mode: patch.ModeFile}}
+	round := func() {
+		res, err := sb.Run(context.Background(), fix.KindTest, changes)
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("run_tests: %+v %v", res, err)
+		}
+		var r fix.TestResult
+		r.SetTails(res.Stdout, res.Stderr, res.Truncated)
+	}
+	rb.bare(b) // warm both paths once
+	round()
+	var bare, ours time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		rb.bare(b)
+		t1 := time.Now()
+		round()
+		bare += t1.Sub(t0)
+		ours += time.Since(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(bare.Milliseconds())/n, "bare-ms/op")
+	b.ReportMetric(float64(ours.Milliseconds())/n, "run_tests-ms/op")
+	b.ReportMetric(float64(ours)/float64(bare), "run_tests/bare")
 }
