@@ -88,3 +88,33 @@ func TestFixCommandNoPatch(t *testing.T) {
 		t.Errorf("without --image-class: %v", err)
 	}
 }
+
+// quavon fix with the local sandbox: run_tests runs the test command on
+// gVisor on HEAD's tree with the agent's edit, and its exit code reaches
+// the model and the progress.
+func TestFixCommandSandbox(t *testing.T) {
+	testenv.Program(t, "redis-server")
+	testenv.Docker(t)
+	environ := []string{"QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.ImagesLock(t), "QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)}
+	dir, issue := fixRepo(t)
+	model := llm.NewScripted(llm.Steps(
+		llm.Call("run_tests", struct{}{}),
+		llm.Call("edit_file", map[string]string{"path": "calc.go", "oldText": "a - b", "newText": "a + b"}),
+		llm.Call("run_tests", struct{}{}),
+		llm.Call("finish", map[string]string{"summary": "Add adds."}),
+	), "", llm.Price{})
+	var out, errOut bytes.Buffer
+	o := &fixOptions{env: &env{environ: environ, stdout: &out, stderr: &errOut}, Dir: dir, Issue: issue, ImageClass: "byo:smoke",
+		Test: `grep -q "a + b" calc.go && echo fixed`, model: model}
+	if err := runFix(context.Background(), o); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	for _, want := range []string{"runtime runsc", "sandbox  test  exit 1", "sandbox  test  exit 0", "2 sandbox run(s)"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut.String())
+		}
+	}
+	if !strings.Contains(out.String(), "+func Add(a, b int) int { return a + b }") {
+		t.Errorf("patch:\n%s", out.String())
+	}
+}
