@@ -15,6 +15,7 @@
 //	quavon llm probe        check that the configured model really calls tools
 //	quavon audit verify     prove each tenant's audit hash chain intact
 //	quavon audit export     write the audit log as JSON Lines with its hashes
+//	quavon fix              the fix agent on a local repository: a validated patch
 //
 // Further commands (review, fix, eval, dev, doctor, admin, github setup)
 // arrive with the features they drive.
@@ -73,7 +74,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
 	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil),
-		newDevCmd(e, nil), newLLMCmd(e, nil), newAuditCmd(e, nil), newAdminCmd(e, nil))
+		newDevCmd(e, nil), newLLMCmd(e, nil), newAuditCmd(e, nil), newAdminCmd(e, nil), newFixCmd(e, nil))
 	return root
 }
 

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/quavon/quavon/internal/llm"
@@ -77,7 +79,7 @@ func (w *Workspace) list(raw []byte) Result {
 	seen := map[string]bool{}
 	var children []string
 	items := w.items()
-	for _, p := range w.Paths() {
+	for _, p := range slices.Sorted(maps.Keys(items)) {
 		rest, ok := strings.CutPrefix(p, dir)
 		if !ok || rest == "" {
 			continue
@@ -199,7 +201,7 @@ func (w *Workspace) search(ctx context.Context, raw []byte) Result {
 	matches, scanned, skipped := 0, int64(0), 0
 	cut := ""
 	items := w.items()
-	for _, p := range w.Paths() {
+	for _, p := range slices.Sorted(maps.Keys(items)) {
 		if items[p].kind != KindFile || (glob != nil && !glob.Match(p)) {
 			continue
 		}
@@ -211,7 +213,7 @@ func (w *Workspace) search(ctx context.Context, raw []byte) Result {
 			skipped++
 			continue
 		}
-		text, err := w.Read(p)
+		text, err := w.readItem(p, items[p])
 		if err != nil {
 			continue // binary or unreadable: not searched
 		}

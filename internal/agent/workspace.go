@@ -90,13 +90,20 @@ func (w *Workspace) Read(path string) (string, error) {
 		return "", fmt.Errorf("%w: %v", ErrOffLimits, err)
 	}
 	it, ok := w.items()[n]
-	switch {
-	case !ok:
+	if !ok {
 		return "", fs.ErrNotExist
-	case it.kind != KindFile:
+	}
+	return w.readItem(n, it)
+}
+
+// readItem reads the file n of the current tree, whose item the caller
+// looked up (search looks every item up once, not once per file).
+func (w *Workspace) readItem(n string, it item) (string, error) {
+	if it.kind != KindFile {
 		return "", fmt.Errorf("%w: a %s", ErrNotAFile, it.kind)
 	}
 	var text string
+	var err error
 	if w.overlay != nil {
 		text, err = w.overlay.Read(n)
 	} else {

@@ -11,6 +11,7 @@ import (
 	"github.com/quavon/quavon/internal/repos"
 
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/mention"
 
 	"encoding/json"
 	"errors"
@@ -36,6 +37,9 @@ type Server struct {
 	// Jobs inserts the River jobs of repository events in their
 	// transaction (an insert-only River client).
 	Jobs intake.Inserter
+	// FixerCommands finds "@<fixer> fix" in the Fixer's issue comments;
+	// nil: those comments are not handled.
+	FixerCommands *mention.Parser
 }
 
 // MaxBodyBytes caps a request body.

@@ -67,7 +67,7 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, errBadRequest)
 		return
 	}
-	status, err := (&intake.Intake{DB: s.DB, Jobs: s.Jobs}).Apply(r.Context(), kind, event, delivery, parsed, s.now())
+	status, err := (&intake.Intake{DB: s.DB, Jobs: s.Jobs, FixerCommands: s.FixerCommands}).Apply(r.Context(), kind, event, delivery, parsed, s.now())
 	switch {
 	case errors.Is(err, intake.ErrUnroutable), errors.Is(err, intake.ErrUnknownRepository), errors.Is(err, intake.ErrNotHandled):
 		writeJSON(w, http.StatusAccepted, webhookResult{Status: "ignored"})

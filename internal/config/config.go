@@ -159,6 +159,8 @@ type API struct {
 	// ReviewWebhookSecretFile and FixerWebhookSecretFile hold the GitHub
 	// Apps' webhook secrets.
 	ReviewWebhookSecretFile, FixerWebhookSecretFile string
+	// FixerSlug is the Fixer app's slug, for "@<slug> fix" comments.
+	FixerSlug string
 }
 
 // Web settings of the dashboard quavon-api serves.
@@ -192,6 +194,10 @@ type (
 		MaxFixRunsPerTenantPerDay int
 		// Worker is the worker's queues and shutdown.
 		Worker Worker
+		// GitHub and BrokerClient: how the worker reads GitHub (fix
+		// triggers' live checks); BrokerClient.Addr empty: it does not.
+		GitHub       GitHub
+		BrokerClient BrokerClient
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -263,7 +269,13 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 		return WorkerConfig{}, err
 	}
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
-		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker()}
+		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker(),
+		GitHub: r.github(), BrokerClient: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]}}
+	// Without a credential the worker reads nothing on GitHub: the
+	// default address alone does not turn it on.
+	if c.BrokerClient.CredentialFile == "" {
+		c.BrokerClient.Addr = ""
+	}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -614,7 +626,7 @@ func (r *reader) listenAddr(name string) string {
 
 func (r *reader) api() API {
 	return API{Listen: r.vals["QUAVON_API_LISTEN"], ReviewWebhookSecretFile: r.vals["QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE"],
-		FixerWebhookSecretFile: r.vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"]}
+		FixerWebhookSecretFile: r.vals["QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE"], FixerSlug: r.vals["QUAVON_GITHUB_FIXER_APP_SLUG"]}
 }
 
 func (r *reader) web(core Core) Web {

@@ -66,7 +66,7 @@ var serviceGroups = map[Service][]group{
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
 	ServiceAPI:     {gCore, gDatabase, gAPI, gWeb, gGitHub, gBrokerClient},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker},
+	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker, gGitHub, gBrokerClient},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
@@ -151,6 +151,8 @@ var registry = []Setting{
 	{Name: "QUAVON_API_LISTEN", Default: ":8080", group: gAPI, Doc: "where `quavon-api` listens"},
 	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
+	{Name: "QUAVON_GITHUB_FIXER_APP_SLUG", group: gAPI, Doc: "the Fixer app's slug: `@<slug> fix` in an issue comment starts a fix (empty: only labels do)"},
+
 
 	{Name: "QUAVON_WEB_PUBLIC_URL", group: gWeb, Doc: "where the dashboard is reached (`https://quavon.example.com`); empty: no dashboard. The review app's OAuth callback URL is this plus `/auth/callback`"},
 	{Name: "QUAVON_GITHUB_WEB_URL", Default: "https://github.com", group: gWeb, Doc: "GitHub's web root, for the OAuth sign-in (GHES: `https://HOST`)"},
@@ -160,7 +162,7 @@ var registry = []Setting{
 	{Name: "QUAVON_WEB_SESSION_ABSOLUTE", Default: "168h", group: gWeb, Doc: "a dashboard session ends this long after sign-in, whatever its use"},
 	{Name: "QUAVON_WEB_INSECURE_COOKIES", Default: "false", group: gWeb, Doc: "plain-http development only: cookies without `Secure` and the `__Host-` prefix (refused in production)"},
 	{Name: "QUAVON_BROKER_ADDR", Default: "unix:/run/quavon/broker.sock", group: gBrokerClient, Doc: "the token broker's address (`unix:/path` or `ip:port`)"},
-	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this service's broker credential (`quavon broker credential`); its SHA-256 is in the broker's callers file with the service's role"},
+	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this service's broker credential (`quavon broker credential`); its SHA-256 is in the broker's callers file with the service's role. quavon-worker without one reads nothing on GitHub (fix triggers wait)"},
 
 	{Name: "QUAVON_GITHUB_API_URL", Default: "https://api.github.com/", group: gGitHub, Doc: "GitHub's REST root (GitHub Enterprise Server: `https://HOST/api/v3/`)"},
 	{Name: "QUAVON_GITHUB_GRAPHQL_URL", Default: "https://api.github.com/graphql", group: gGitHub, Doc: "GitHub's GraphQL endpoint (GHES: `https://HOST/api/graphql`)"},

@@ -1,8 +1,11 @@
 // Package fix holds the fix runs: their store (fix_runs, fix_run_steps), the
 // state machine below, the daily caps (spec FX10, AdmitRun) and the capped,
-// secret-redacted test output tails stored on a run (DT5, SB10). The
-// eligibility checks and the agent loop arrive with their own issue; they
-// move runs only through this package.
+// secret-redacted test output tails stored on a run (DT5, SB10), and the
+// eligibility of a trigger (Admit: FX1, FX10, CH5). The agent loop is
+// internal/fix/fixagent and the execution of an admitted run
+// internal/fix/fixrun: both move runs only through this package, which
+// links neither the agent nor the model layer (quavon-api reads runs
+// through it).
 //
 // # States
 //

@@ -47,11 +47,14 @@ const MaxStepRows = 1000
 type Step struct {
 	Tool string
 	// Arguments are the call's raw arguments; only their SHA-256 is kept.
-	Arguments    []byte
-	Outcome      string
-	Detail       string // short, redacted, capped at 512 bytes
-	SandboxRunID string
-	Duration     time.Duration
+	Arguments []byte
+	// ArgumentsSHA256, when set (64 hex), is that digest already taken
+	// (internal/agent records steps so); Arguments is then ignored.
+	ArgumentsSHA256 string
+	Outcome         string
+	Detail          string // short, redacted, capped at 512 bytes
+	SandboxRunID    string
+	Duration        time.Duration
 }
 
 // AddStep appends a step to a running run and returns its number. It fails
@@ -64,6 +67,14 @@ func AddStep(ctx context.Context, tx pgx.Tx, id string, s Step) (int, error) {
 	case OutcomeOK, OutcomeError, OutcomeRefused, OutcomeLimit:
 	default:
 		return 0, fmt.Errorf("fix.AddStep: %w: outcome %q", ErrInvalid, s.Outcome)
+	}
+	sum := sha256.Sum256(s.Arguments)
+	digest := hex.EncodeToString(sum[:])
+	if s.ArgumentsSHA256 != "" {
+		if b, err := hex.DecodeString(s.ArgumentsSHA256); err != nil || len(b) != sha256.Size || hex.EncodeToString(b) != s.ArgumentsSHA256 {
+			return 0, fmt.Errorf("fix.AddStep: %w: arguments digest %q", ErrInvalid, clip(s.ArgumentsSHA256, 80))
+		}
+		digest = s.ArgumentsSHA256
 	}
 	var n int
 	err := tx.QueryRow(ctx, `UPDATE fix_runs SET steps = steps + 1, updated_at = now()
@@ -81,7 +92,6 @@ func AddStep(ctx context.Context, tx pgx.Tx, id string, s Step) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("fix.AddStep: %w", err)
 	}
-	sum := sha256.Sum256(s.Arguments)
 	ms := s.Duration.Milliseconds()
 	if ms < 0 || ms > 1<<31-1 {
 		ms = 0
@@ -89,7 +99,7 @@ func AddStep(ctx context.Context, tx pgx.Tx, id string, s Step) (int, error) {
 	if _, err := tx.Exec(ctx, `INSERT INTO fix_run_steps (tenant_id, fix_run_id, step, tool, arguments_sha256, outcome, detail,
 			sandbox_run_id, duration_ms)
 		VALUES (quavon_current_tenant(), $1, $2, $3, $4, $5, $6, $7, $8)`,
-		id, n, s.Tool, hex.EncodeToString(sum[:]), s.Outcome, safeText(s.Detail, 512), nullIfEmpty(s.SandboxRunID), ms); err != nil {
+		id, n, s.Tool, digest, s.Outcome, safeText(s.Detail, 512), nullIfEmpty(s.SandboxRunID), ms); err != nil {
 		return 0, fmt.Errorf("fix.AddStep: %w", err)
 	}
 	if s.SandboxRunID != "" {

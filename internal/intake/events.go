@@ -56,6 +56,19 @@ func (IssueEventArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Fix, MaxAttempts: 10}
 }
 
+// FixTriggerArgs is the job of a fix trigger: an issues.labeled event or
+// an "@<fixer> fix" comment (queue fix). Its handler decides eligibility
+// (internal/fix.Admit).
+type FixTriggerArgs EventArgs
+
+// Kind is River's job kind.
+func (FixTriggerArgs) Kind() string { return "fix_trigger" }
+
+// InsertOpts puts the job on the fix queue.
+func (FixTriggerArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queues.Fix, MaxAttempts: 10}
+}
+
 // route is where a repository event goes: which app's deliveries of it are
 // acted on, and its job.
 type route struct {
@@ -66,19 +79,25 @@ type route struct {
 // routes are the repository events the worker acts on today, by
 // "event.action". The review app's pull request events end and supersede
 // review runs and review-fix commits; the Fixer app's issue events end
-// the issue's fix runs. Triggers (opened, reopened, ready_for_review,
-// labeled, issue_comment created) get routes with the review runs and the
-// fix agent.
+// the issue's fix runs; its labels and its "@<fixer> fix" comments are fix
+// triggers (only comments that hold that command are stored, see
+// Intake.FixerCommands). The review triggers (opened, reopened,
+// ready_for_review) get routes with the review runs.
 var routes = map[string]route{
 	"pull_request.synchronize": {[]github.AppKind{github.AppReview}, prJob},
 	"pull_request.closed":      {[]github.AppKind{github.AppReview}, prJob},
 	"issues.closed":            {[]github.AppKind{github.AppFixer}, issueJob},
 	"issues.transferred":       {[]github.AppKind{github.AppFixer}, issueJob},
 	"issues.deleted":           {[]github.AppKind{github.AppFixer}, issueJob},
+	"issues.labeled":           {[]github.AppKind{github.AppFixer}, fixTriggerJob},
+	"issue_comment.created":    {[]github.AppKind{github.AppFixer}, fixTriggerJob},
 }
 
 func prJob(a EventArgs) river.JobArgs    { return PullRequestEventArgs(a) }
 func issueJob(a EventArgs) river.JobArgs { return IssueEventArgs(a) }
+func fixTriggerJob(a EventArgs) river.JobArgs {
+	return FixTriggerArgs(a)
+}
 
 // Routed reports whether app kind's delivery of event.action is stored and
 // handed to the worker.
@@ -132,6 +151,12 @@ type EventData struct {
 	NewRepositoryID int64  `json:"newRepositoryId,omitempty"`
 	NewRepository   string `json:"newRepository,omitempty"`
 	NewNumber       int    `json:"newNumber,omitempty"`
+	// Label is the label added (issues labeled).
+	Label string `json:"label,omitempty"`
+	// CommentID and Command: an issue_comment holding a bot command for
+	// the receiving app (the command word, never the comment's text).
+	CommentID int64  `json:"commentId,omitempty"`
+	Command   string `json:"command,omitempty"`
 }
 
 // repoEvent is what every repository event gives the intake.
@@ -155,10 +180,11 @@ func repoEventOf(parsed any) (repoEvent, bool) {
 		is := e.Issue
 		return repoEvent{e.InstallationID, e.Repository.ID, is.Number, e.Sender, EventData{Action: e.Action,
 			State: is.State, Author: is.Author, AuthorID: is.AuthorID, IsPullRequest: is.IsPullRequest,
-			NewRepositoryID: e.NewRepository.ID, NewRepository: e.NewRepository.FullName, NewNumber: e.NewNumber}}, true
+			NewRepositoryID: e.NewRepository.ID, NewRepository: e.NewRepository.FullName, NewNumber: e.NewNumber,
+			Label: e.Label}}, true
 	case *github.IssueCommentEvent:
 		return repoEvent{e.InstallationID, e.Repository.ID, e.Issue.Number, e.Sender, EventData{Action: e.Action,
-			IsPullRequest: e.Issue.IsPullRequest}}, true
+			IsPullRequest: e.Issue.IsPullRequest, CommentID: e.Comment.ID}}, true
 	}
 	return repoEvent{}, false
 }

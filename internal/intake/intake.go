@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/mention"
 	"github.com/quavon/quavon/internal/postgres"
 )
 
@@ -42,7 +43,14 @@ type Intake struct {
 	// Jobs inserts the jobs of repository events in the event's
 	// transaction (the API's River client).
 	Jobs Inserter
+	// FixerCommands finds "@<fixer> fix" in issue comments the Fixer app
+	// receives (its slug). Only comments holding that command are stored:
+	// without it, the Fixer's issue_comment events are not handled.
+	FixerCommands *mention.Parser
 }
+
+// FixCommand is the Fixer's command word.
+const FixCommand = "fix"
 
 // Apply routes a verified, parsed webhook event to its tenant, records the
 // delivery once and applies the event in the same transaction: an
@@ -76,6 +84,12 @@ func (in *Intake) Apply(ctx context.Context, kind github.AppKind, event, deliver
 		if !Routed(kind, event, repoEv.data.Action) {
 			return "", ErrNotHandled
 		}
+		if c, ok := parsed.(*github.IssueCommentEvent); ok {
+			if !in.fixCommand(kind, c) {
+				return "", ErrNotHandled
+			}
+			repoEv.data.Command = FixCommand
+		}
 		if in.Jobs == nil {
 			return "", errors.New("webhook: no job inserter for repository events")
 		}
@@ -107,6 +121,17 @@ func (in *Intake) Apply(ctx context.Context, kind github.AppKind, event, deliver
 		return apply(ctx, tx, kind, parsed, now)
 	})
 	return status, err
+}
+
+// fixCommand reports whether a comment the app received is "@<fixer> fix"
+// for the Fixer app. A comment the parser refuses (too large, too deeply
+// nested) is no command.
+func (in *Intake) fixCommand(kind github.AppKind, c *github.IssueCommentEvent) bool {
+	if kind != github.AppFixer || in.FixerCommands == nil {
+		return false
+	}
+	ok, err := in.FixerCommands.Has(c.Comment.Body, FixCommand)
+	return err == nil && ok
 }
 
 func accountOf(a github.Account) Account { return Account{ID: a.ID, Login: a.Login, Type: a.Type} }

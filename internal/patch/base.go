@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/quavon/quavon/internal/gitrepo"
 )
@@ -264,4 +265,38 @@ func (d *DirBase) readRegular(path string) ([]byte, error) {
 		return nil, fmt.Errorf("patch.DirBase.Read %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// Cached returns a listing of the same entries whose contents are read
+// once per blob id and kept, up to maxBytes in total (later reads beyond
+// that go to l's reader): the fix agent's search reads every file of the
+// base on each call. Contents are still checked against the listed blob
+// SHA on every Read. Safe for concurrent reads.
+func (l *Listing) Cached(maxBytes int64) *Listing {
+	var mu sync.Mutex
+	cache := map[string][]byte{}
+	var held int64
+	read := l.read
+	if read == nil {
+		return l
+	}
+	return &Listing{entries: l.entries, read: func(p string, e Entry) ([]byte, error) {
+		mu.Lock()
+		b, ok := cache[e.BlobSHA]
+		mu.Unlock()
+		if ok {
+			return bytes.Clone(b), nil
+		}
+		b, err := read(p, e)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		if held+int64(len(b)) <= maxBytes {
+			cache[e.BlobSHA] = bytes.Clone(b)
+			held += int64(len(b))
+		}
+		mu.Unlock()
+		return b, nil
+	}}
 }

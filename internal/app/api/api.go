@@ -21,6 +21,7 @@ import (
 	httpapi "github.com/quavon/quavon/internal/api"
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/mention"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/secretfile"
 	"github.com/quavon/quavon/internal/web"
@@ -67,12 +68,19 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 		db.Close()
 		return nil, err
 	}
+	var fixer *mention.Parser
+	if cfg.API.FixerSlug != "" {
+		if fixer, err = mention.New(cfg.API.FixerSlug); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("QUAVON_GITHUB_FIXER_APP_SLUG: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs}).Handler(), cfg, db, log)
+	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs, FixerCommands: fixer}).Handler(), cfg, db, log)
 	if err != nil {
 		ln.Close()
 		db.Close()

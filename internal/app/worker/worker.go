@@ -6,6 +6,7 @@
 //
 //	review       pull_request_event  pull_request synchronize and closed (internal/intake/handle)
 //	fix          issue_event         issues closed, transferred, deleted (internal/intake/handle)
+//	             fix_trigger         issues labeled, "@<fixer> fix" comments: eligibility and caps (fix.Admit)
 //	maintenance  retention_sweep     hourly and at start (internal/retention)
 //	             approval_expiry     every minute and at start (internal/fix)
 //
@@ -21,6 +22,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -34,10 +36,12 @@ import (
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/fix"
+	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/intake/handle"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/retention"
+	"github.com/quavon/quavon/internal/secretfile"
 )
 
 // Intervals of the periodic maintenance jobs.
@@ -59,8 +63,9 @@ type Service struct {
 }
 
 // workers registers every job kind the worker runs.
-func workers(db *postgres.DB) *river.Workers {
+func workers(db *postgres.DB, live handle.LiveSource, perTenant int) *river.Workers {
 	w := river.NewWorkers()
+	river.AddWorker(w, &handle.FixTriggerWorker{DB: db, Live: live, PerTenant: perTenant})
 	river.AddWorker(w, &retention.Worker{DB: db})
 	river.AddWorker(w, &fix.ExpiryWorker{DB: db})
 	river.AddWorker(w, &handle.PullRequestEventWorker{DB: db})
@@ -84,6 +89,27 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 	if err != nil {
 		return nil, err
 	}
+	var live handle.LiveSource
+	if cfg.BrokerClient.Addr != "" {
+		cred, err := secretfile.Read("QUAVON_BROKER_CREDENTIAL_FILE", cfg.BrokerClient.CredentialFile, 32)
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		tokens, err := github.NewBrokerClient(cfg.BrokerClient.Addr, bytes.TrimSpace(cred))
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		conn, err := github.NewConn(github.ConnConfig{APIURL: cfg.GitHub.APIURL, GraphQLURL: cfg.GitHub.GraphQLURL, Tokens: tokens, Logger: log})
+		if err != nil {
+			db.Close()
+			return nil, err
+		}
+		live = handle.ReaderSource(conn)
+	} else {
+		log.Warn("QUAVON_BROKER_ADDR is not set: fix triggers fail (and are retried) until the worker can read GitHub")
+	}
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger: log,
 		Queues: map[string]river.QueueConfig{
@@ -91,7 +117,7 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 			queues.Fix:         {MaxWorkers: wc.FixConcurrency},
 			queues.Maintenance: {MaxWorkers: wc.MaintenanceConcurrency},
 		},
-		Workers: workers(db),
+		Workers: workers(db, live, cfg.MaxFixRunsPerTenantPerDay),
 		PeriodicJobs: []*river.PeriodicJob{
 			retention.PeriodicJob(RetentionInterval),
 			fix.ExpiryPeriodicJob(ExpiryInterval),

@@ -25,6 +25,7 @@ import (
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/intake"
+	"github.com/quavon/quavon/internal/mention"
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish"
@@ -53,7 +54,8 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer((&api.Server{DB: w.cp.App, Jobs: jobs, WebhookSecrets: map[github.AppKind][]byte{
-		github.AppReview: []byte(w.review.WebhookSecret), github.AppFixer: []byte(w.fixer.WebhookSecret)}}).Handler())
+		github.AppReview: []byte(w.review.WebhookSecret), github.AppFixer: []byte(w.fixer.WebhookSecret)},
+		FixerCommands: mustMention(t, "quavon-fixer")}).Handler())
 	t.Cleanup(srv.Close)
 	w.gh.SetWebhookURL(w.review, srv.URL+"/webhooks/github/review")
 	w.gh.SetWebhookURL(w.fixer, srv.URL+"/webhooks/github/fixer")
@@ -76,6 +78,15 @@ func newWorld(t *testing.T) *world {
 		return tx.QueryRow(context.Background(), "SELECT id::text FROM repositories WHERE external_id = $1", w.repo.ID).Scan(&w.repoID)
 	})
 	return w
+}
+
+func mustMention(t *testing.T, slug string) *mention.Parser {
+	t.Helper()
+	p, err := mention.New(slug)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func (w *world) in(t *testing.T, fn func(tx pgx.Tx) error) {
@@ -438,6 +449,8 @@ func TestEveryInsertedJobKindHasAWorker(t *testing.T) {
 			args = intake.PullRequestEventArgs{}
 		case intake.IssueEventArgs{}.Kind():
 			args = intake.IssueEventArgs{}
+		case intake.FixTriggerArgs{}.Kind():
+			args = intake.FixTriggerArgs{}
 		default:
 			t.Fatalf("job kind %s has no case here", kind)
 		}

@@ -54,6 +54,10 @@ type storedEvent struct {
 	Number       int
 	Data         intake.EventData
 	Processed    bool
+	// The sender.
+	ActorLogin string
+	ActorID    int64
+	ActorType  string
 }
 
 var errNoEvent = errors.New("the event is gone")
@@ -62,8 +66,10 @@ func loadEvent(ctx context.Context, tx pgx.Tx, id string) (*storedEvent, error) 
 	var ev storedEvent
 	var data []byte
 	var processed *time.Time
-	err := tx.QueryRow(ctx, `SELECT id::text, repository_id::text, event, action, number, data, processed_at
-		FROM webhook_events WHERE id = $1 FOR UPDATE`, id).Scan(&ev.ID, &ev.RepositoryID, &ev.Event, &ev.Action, &ev.Number, &data, &processed)
+	err := tx.QueryRow(ctx, `SELECT id::text, repository_id::text, event, action, number, data, processed_at,
+			actor_login, actor_id, actor_type
+		FROM webhook_events WHERE id = $1 FOR UPDATE`, id).Scan(&ev.ID, &ev.RepositoryID, &ev.Event, &ev.Action, &ev.Number, &data,
+		&processed, &ev.ActorLogin, &ev.ActorID, &ev.ActorType)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, errNoEvent
 	}
