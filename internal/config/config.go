@@ -168,6 +168,8 @@ type (
 		Core
 		DB  Database
 		API API
+		// MetricsListen is where /metrics is served; empty: off.
+		MetricsListen string
 	}
 	// WorkerConfig is quavon-worker's view.
 	WorkerConfig struct {
@@ -179,6 +181,8 @@ type (
 		MaxFixRunsPerTenantPerDay int
 		// Worker is the worker's queues and shutdown.
 		Worker Worker
+		// MetricsListen is where /metrics is served; empty: off.
+		MetricsListen string
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -189,6 +193,9 @@ type (
 		Snapshots   Snapshots
 		Runner      Runner
 		Backends    BackendSettings
+		// MetricsListen is where /metrics is served; empty (the default):
+		// off.
+		MetricsListen string
 	}
 	// EgressConfig is quavon-sandbox-egress's view.
 	EgressConfig struct {
@@ -233,7 +240,7 @@ func LoadAPI(environ []string) (APIConfig, error) {
 	if err != nil {
 		return APIConfig{}, err
 	}
-	c := APIConfig{Core: r.core(), DB: r.database(), API: r.api()}
+	c := APIConfig{Core: r.core(), DB: r.database(), API: r.api(), MetricsListen: r.optionalListen("QUAVON_API_METRICS_LISTEN")}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -245,7 +252,8 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 		return WorkerConfig{}, err
 	}
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
-		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker()}
+		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker(),
+		MetricsListen: r.optionalListen("QUAVON_WORKER_METRICS_LISTEN")}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -258,7 +266,7 @@ func LoadRunner(environ []string) (RunnerConfig, error) {
 	}
 	core := r.core()
 	c := RunnerConfig{Core: core, Valkey: r.valkey(), Pool: r.pool(), SandboxKeys: r.sandboxKeys(), Snapshots: r.snapshots(),
-		Runner: r.runner(core), Backends: r.backends()}
+		Runner: r.runner(core), Backends: r.backends(), MetricsListen: r.optionalListen("QUAVON_SANDBOX_METRICS_LISTEN")}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -592,6 +600,14 @@ func (r *reader) listenAddr(name string) string {
 		r.fail("%s %q: want a port 1-65535", name, v)
 	}
 	return v
+}
+
+// optionalListen is listenAddr where empty means off.
+func (r *reader) optionalListen(name string) string {
+	if r.vals[name] == "" {
+		return ""
+	}
+	return r.listenAddr(name)
 }
 
 func (r *reader) api() API {

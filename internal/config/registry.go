@@ -136,9 +136,12 @@ var registry = []Setting{
 	{Name: "QUAVON_SANDBOX_KUBE_START_TIMEOUT", Default: "2m", group: gBackends, Doc: "kube-gvisor: how long a pod may take to be scheduled, pull its image and start"},
 	{Name: "QUAVON_SANDBOX_KUBE_SECCOMP_PROFILE", group: gBackends, Doc: "kube-gvisor: a `Localhost` seccomp profile path on the node (Quavon's `seccomp.json`); empty: `RuntimeDefault`"},
 
+	{Name: "QUAVON_SANDBOX_METRICS_LISTEN", group: gBackends, Doc: "where `quavon-sandbox-runner` serves Prometheus `/metrics`; empty (default): off, as the runner listens on no port. Give it an address only the scraper can reach"},
+
 	{Name: "QUAVON_EGRESS_LISTEN", Default: ":3128", group: gEgress, Doc: "where `quavon-sandbox-egress` listens"},
 
 	{Name: "QUAVON_API_LISTEN", Default: ":8080", group: gAPI, Doc: "where `quavon-api` listens"},
+	{Name: "QUAVON_API_METRICS_LISTEN", Default: ":9090", group: gAPI, Doc: "where `quavon-api` serves Prometheus `/metrics`, a listener of its own; empty: off"},
 	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
 
@@ -158,6 +161,7 @@ var registry = []Setting{
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
 	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
+	{Name: "QUAVON_WORKER_METRICS_LISTEN", Default: ":9090", group: gWorker, Doc: "where `quavon-worker` serves Prometheus `/metrics` (its only listener); empty: off"},
 
 	{Name: "QUAVON_LLM_PROVIDER", group: gLLM, Doc: "`anthropic` or `openai` (every OpenAI-compatible server); empty: no model, the model features are off"},
 	{Name: "QUAVON_LLM_MODEL", group: gLLM, Doc: "model name (Azure: the deployment name)"},
