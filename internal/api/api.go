@@ -36,6 +36,15 @@ type Server struct {
 	// Jobs inserts the River jobs of repository events in their
 	// transaction (an insert-only River client).
 	Jobs intake.Inserter
+	// Metrics, when not nil, records every webhook delivery.
+	Metrics WebhookRecorder
+}
+
+// WebhookRecorder records a webhook delivery: the app, the X-GitHub-Event
+// header as sent (the recorder keeps only names from its closed set), the
+// outcome (internal/metrics' Webhook* names) and the time to the answer.
+type WebhookRecorder interface {
+	ObserveWebhook(app, event, outcome string, d time.Duration)
 }
 
 // MaxBodyBytes caps a request body.
