@@ -227,6 +227,11 @@ type (
 		Core
 		LLM LLM
 	}
+	// GitHubSetupConfig is `quavon github setup`'s view.
+	GitHubSetupConfig struct {
+		Core
+		GitHub GitHub
+	}
 	// KeysConfig is `quavon keys id`'s view.
 	KeysConfig struct {
 		Core
@@ -323,6 +328,17 @@ func LoadKeys(environ []string) (KeysConfig, error) {
 		return KeysConfig{}, err
 	}
 	c := KeysConfig{Core: r.core(), SandboxKeys: r.sandboxKeys()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadGitHubSetup reads `quavon github setup`'s settings.
+func LoadGitHubSetup(environ []string) (GitHubSetupConfig, error) {
+	r, err := newReader(ServiceGitHubSetup, environ)
+	if err != nil {
+		return GitHubSetupConfig{}, err
+	}
+	c := GitHubSetupConfig{Core: r.core(), GitHub: r.github()}
 	c.Warnings = r.warnings
 	return c, r.err()
 }

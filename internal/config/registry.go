@@ -28,6 +28,8 @@ const (
 	ServiceKeys Service = "quavon keys"
 	// ServiceLLM is `quavon llm probe` (and the CLI's local model runs).
 	ServiceLLM Service = "quavon llm"
+	// ServiceGitHubSetup is `quavon github setup` (the apps' manifest flow).
+	ServiceGitHubSetup Service = "quavon github setup"
 )
 
 // group is a set of settings that belong together and are read together.
@@ -58,15 +60,16 @@ var serviceGroups = map[Service][]group{
 	// The API and the worker get the github group, the broker's client
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
-	ServiceAPI:     {gCore, gDatabase, gAPI},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker},
-	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
-	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
-	ServiceBroker:  {gCore, gGitHub, gBroker},
-	ServiceScan:    {gCore, gSnapshot, gRunner},
-	ServiceMigrate: {gCore, gDatabase},
-	ServiceKeys:    {gCore, gSandboxKeys},
-	ServiceLLM:     {gCore, gLLM},
+	ServiceAPI:         {gCore, gDatabase, gAPI},
+	ServiceWorker:      {gCore, gDatabase, gFixCaps, gLLM, gWorker},
+	ServiceRunner:      {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
+	ServiceEgress:      {gCore, gValkey, gPool, gEgress},
+	ServiceBroker:      {gCore, gGitHub, gBroker},
+	ServiceScan:        {gCore, gSnapshot, gRunner},
+	ServiceMigrate:     {gCore, gDatabase},
+	ServiceKeys:        {gCore, gSandboxKeys},
+	ServiceLLM:         {gCore, gLLM},
+	ServiceGitHubSetup: {gCore, gGitHub},
 }
 
 // Setting is one QUAVON_* variable.

@@ -77,6 +77,10 @@ type App struct {
 
 	webhookURL string
 	created    time.Time
+	// Set by the manifest flow (manifest.go); nil for RegisterApp's apps.
+	permissions  map[string]string
+	events       []string
+	clientSecret string
 }
 
 // Installation is an app installed on an account.
@@ -106,14 +110,19 @@ type accessToken struct {
 
 // RegisterApp creates an app with a fresh 2048-bit key and webhook secret.
 func (s *Server) RegisterApp(slug string) *App {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registerApp(slug)
+}
+
+// registerApp is RegisterApp with s.mu held.
+func (s *Server) registerApp(slug string) *App {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		s.tb.Fatalf("githubfake: generate key: %v", err)
 	}
 	secret := make([]byte, 20)
 	_, _ = rand.Read(secret)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	app := &App{
 		ID:            s.newID(),
 		Slug:          slug,

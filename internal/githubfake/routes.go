@@ -21,6 +21,7 @@ func (s *Server) buildRoutes() []route {
 		{"GET", "/installation/repositories", "apps/list-repos-accessible-to-installation", s.handleInstallationRepos},
 		{"DELETE", "/installation/token", "apps/revoke-installation-access-token", s.handleRevokeToken},
 		{"POST", "/graphql", "", s.handleGraphQL},
+		{"POST", "/app-manifests/{code}/conversions", "apps/create-from-manifest", s.handleManifestConversion},
 
 		{"GET", "/repos/{owner}/{repo}", "repos/get", s.handleGetRepo},
 		{"GET", "/repos/{owner}/{repo}/installation", "apps/get-repo-installation", s.handleRepoInstallation},

@@ -88,6 +88,7 @@ type Server struct {
 	requests      []Request
 	rateUsed      map[string]int // per rate-limit bucket
 	auto          autoState
+	manifestCodes map[string]*manifestCode // manifest.go
 }
 
 // New starts an emulator that is closed when the test ends.
@@ -103,6 +104,7 @@ func New(tb testing.TB) *Server {
 		repos:         map[string]*Repo{},
 		rateUsed:      map[string]int{},
 		auto:          autoState{apps: map[int64]bool{}},
+		manifestCodes: map[string]*manifestCode{},
 	}
 	d, ok, err := apidesc.Shared()
 	switch {
@@ -329,6 +331,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// the log shows who was refused.
 	c.authenticate()
 	if s.serveGit(w, c) {
+		return
+	}
+	if s.serveManifestForm(w, c) {
+		logIt(c.status)
 		return
 	}
 	fault := s.takeFault(r.Method, r.URL.Path)
