@@ -618,12 +618,19 @@ func (r *reader) listenAddr(name string) string {
 	return v
 }
 
-// optionalListen is listenAddr where empty means off.
+// optionalListen is a host:port where empty means off and port 0 a port
+// the system picks (tests).
 func (r *reader) optionalListen(name string) string {
-	if r.vals[name] == "" {
+	v := r.vals[name]
+	if v == "" {
 		return ""
 	}
-	return r.listenAddr(name)
+	if _, port, err := net.SplitHostPort(v); err != nil {
+		r.fail("%s %q: want host:port", name, v)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		r.fail("%s %q: want a port 0-65535", name, v)
+	}
+	return v
 }
 
 func (r *reader) api() API {

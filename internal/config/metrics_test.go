@@ -30,7 +30,7 @@ func TestMetricsListen(t *testing.T) {
 		if got, err := f([]string{name + "=10.0.0.5:9100"}); got != "10.0.0.5:9100" || (err != nil && strings.Contains(err.Error(), name)) {
 			t.Errorf("%s set: %q %v", name, got, err)
 		}
-		for _, bad := range []string{"9090", ":0", "host:x"} {
+		for _, bad := range []string{"9090", ":65536", "host:x", ":09"} {
 			if _, err := f([]string{name + "=" + bad}); err == nil || !strings.Contains(err.Error(), name) {
 				t.Errorf("%s=%s accepted: %v", name, bad, err)
 			}
