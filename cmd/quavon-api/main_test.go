@@ -40,7 +40,7 @@ func TestServes(t *testing.T) {
 	u.User = url.User(u.User.Username())
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(pwFile, []byte(pw), 0o600)
-	env := []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_API_LISTEN=127.0.0.1:0"}
+	env := []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_API_LISTEN=127.0.0.1:0", "QUAVON_API_METRICS_LISTEN=127.0.0.1:0"}
 	sctx, stop := context.WithCancel(ctx)
 	ready := make(chan string, 1)
 	done := make(chan error, 1)

@@ -22,7 +22,7 @@ func TestRunsTheRetentionJob(t *testing.T) {
 	u.User = url.User(u.User.Username())
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(pwFile, []byte(pw), 0o600)
-	env := []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}
+	env := []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_WORKER_METRICS_LISTEN=127.0.0.1:0"}
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, env, io.Discard) }()

@@ -40,6 +40,15 @@ type Server struct {
 	// FixerCommands finds "@<fixer> fix" in the Fixer's issue comments;
 	// nil: those comments are not handled.
 	FixerCommands *mention.Parser
+	// Metrics, when not nil, records every webhook delivery.
+	Metrics WebhookRecorder
+}
+
+// WebhookRecorder records a webhook delivery: the app, the X-GitHub-Event
+// header as sent (the recorder keeps only names from its closed set), the
+// outcome (internal/metrics' Webhook* names) and the time to the answer.
+type WebhookRecorder interface {
+	ObserveWebhook(app, event, outcome string, d time.Duration)
 }
 
 // MaxBodyBytes caps a request body.

@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"time"
 
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/metrics"
 )
 
 // Webhook intake: POST /webhooks/github/{app}, app = review or fixer, each
@@ -34,9 +36,15 @@ type webhookResult struct {
 }
 
 func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
 	kind := github.AppKind(r.PathValue("app"))
+	event, outcome := "", metrics.WebhookError
+	if s.Metrics != nil {
+		defer func() { s.Metrics.ObserveWebhook(string(kind), event, outcome, time.Since(start)) }()
+	}
 	secret, ok := s.WebhookSecrets[kind]
 	if !ok || len(secret) == 0 {
+		outcome = metrics.WebhookNotFound
 		s.fail(w, r, errNotFound)
 		return
 	}
@@ -46,36 +54,48 @@ func (s *Server) webhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if len(body) > github.MaxWebhookPayload {
+		outcome = metrics.WebhookTooLarge
 		s.fail(w, r, errTooLarge)
 		return
 	}
 	if !github.VerifyWebhookSignature(secret, body, r.Header.Get("X-Hub-Signature-256")) {
+		outcome = metrics.WebhookBadSignature
 		s.fail(w, r, errBadSignature)
 		return
 	}
-	event, delivery := r.Header.Get("X-GitHub-Event"), r.Header.Get("X-GitHub-Delivery")
+	event = r.Header.Get("X-GitHub-Event")
+	delivery := r.Header.Get("X-GitHub-Delivery")
 	if event == "" || !deliveryIDRE.MatchString(delivery) {
+		outcome = metrics.WebhookBadRequest
 		s.fail(w, r, errBadRequest)
 		return
 	}
 	parsed, err := github.ParseWebhook(event, body)
 	switch {
 	case errors.Is(err, github.ErrUnsupportedEvent):
+		outcome = metrics.WebhookIgnored
 		writeJSON(w, http.StatusAccepted, webhookResult{Status: "ignored"})
 		return
 	case err != nil:
+		outcome = metrics.WebhookBadRequest
 		s.fail(w, r, errBadRequest)
 		return
 	}
 	status, err := (&intake.Intake{DB: s.DB, Jobs: s.Jobs, FixerCommands: s.FixerCommands}).Apply(r.Context(), kind, event, delivery, parsed, s.now())
 	switch {
 	case errors.Is(err, intake.ErrUnroutable), errors.Is(err, intake.ErrUnknownRepository), errors.Is(err, intake.ErrNotHandled):
+		outcome = metrics.WebhookIgnored
 		writeJSON(w, http.StatusAccepted, webhookResult{Status: "ignored"})
 	case errors.Is(err, intake.ErrMalformed):
+		outcome = metrics.WebhookBadRequest
 		s.fail(w, r, errBadRequest)
 	case err != nil:
 		s.fail(w, r, err)
 	default:
+		outcome = metrics.WebhookProcessed
+		if status == "duplicate" {
+			outcome = metrics.WebhookDuplicate
+		}
 		writeJSON(w, http.StatusOK, webhookResult{Status: status})
 	}
 }

@@ -183,6 +183,8 @@ type (
 		Web    Web
 		GitHub GitHub
 		Broker BrokerClient
+		// MetricsListen is where /metrics is served; empty: off.
+		MetricsListen string
 	}
 	// WorkerConfig is quavon-worker's view.
 	WorkerConfig struct {
@@ -198,6 +200,8 @@ type (
 		// triggers' live checks); BrokerClient.Addr empty: it does not.
 		GitHub       GitHub
 		BrokerClient BrokerClient
+		// MetricsListen is where /metrics is served; empty: off.
+		MetricsListen string
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -208,6 +212,9 @@ type (
 		Snapshots   Snapshots
 		Runner      Runner
 		Backends    BackendSettings
+		// MetricsListen is where /metrics is served; empty (the default):
+		// off.
+		MetricsListen string
 	}
 	// EgressConfig is quavon-sandbox-egress's view.
 	EgressConfig struct {
@@ -239,6 +246,11 @@ type (
 		Core
 		LLM LLM
 	}
+	// GitHubSetupConfig is `quavon github setup`'s view.
+	GitHubSetupConfig struct {
+		Core
+		GitHub GitHub
+	}
 	// KeysConfig is `quavon keys id`'s view.
 	KeysConfig struct {
 		Core
@@ -253,7 +265,7 @@ func LoadAPI(environ []string) (APIConfig, error) {
 		return APIConfig{}, err
 	}
 	core := r.core()
-	c := APIConfig{Core: core, DB: r.database(), API: r.api(), Web: r.web(core), GitHub: r.github(),
+	c := APIConfig{Core: core, DB: r.database(), API: r.api(), Web: r.web(core), GitHub: r.github(), MetricsListen: r.optionalListen("QUAVON_API_METRICS_LISTEN"),
 		Broker: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]}}
 	if c.Web.PublicURL != "" && c.Broker.CredentialFile == "" {
 		r.fail("the dashboard (QUAVON_WEB_PUBLIC_URL) needs QUAVON_BROKER_CREDENTIAL_FILE: approvals re-check the approver's permission on GitHub")
@@ -270,7 +282,8 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 	}
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
 		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker(),
-		GitHub: r.github(), BrokerClient: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]}}
+		GitHub: r.github(), BrokerClient: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]},
+		MetricsListen: r.optionalListen("QUAVON_WORKER_METRICS_LISTEN")}
 	// Without a credential the worker reads nothing on GitHub: the
 	// default address alone does not turn it on.
 	if c.BrokerClient.CredentialFile == "" {
@@ -288,7 +301,7 @@ func LoadRunner(environ []string) (RunnerConfig, error) {
 	}
 	core := r.core()
 	c := RunnerConfig{Core: core, Valkey: r.valkey(), Pool: r.pool(), SandboxKeys: r.sandboxKeys(), Snapshots: r.snapshots(),
-		Runner: r.runner(core), Backends: r.backends()}
+		Runner: r.runner(core), Backends: r.backends(), MetricsListen: r.optionalListen("QUAVON_SANDBOX_METRICS_LISTEN")}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -345,6 +358,17 @@ func LoadKeys(environ []string) (KeysConfig, error) {
 		return KeysConfig{}, err
 	}
 	c := KeysConfig{Core: r.core(), SandboxKeys: r.sandboxKeys()}
+	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// LoadGitHubSetup reads `quavon github setup`'s settings.
+func LoadGitHubSetup(environ []string) (GitHubSetupConfig, error) {
+	r, err := newReader(ServiceGitHubSetup, environ)
+	if err != nil {
+		return GitHubSetupConfig{}, err
+	}
+	c := GitHubSetupConfig{Core: r.core(), GitHub: r.github()}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -620,6 +644,21 @@ func (r *reader) listenAddr(name string) string {
 		r.fail("%s %q: want host:port", name, v)
 	} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 		r.fail("%s %q: want a port 1-65535", name, v)
+	}
+	return v
+}
+
+// optionalListen is a host:port where empty means off and port 0 a port
+// the system picks (tests).
+func (r *reader) optionalListen(name string) string {
+	v := r.vals[name]
+	if v == "" {
+		return ""
+	}
+	if _, port, err := net.SplitHostPort(v); err != nil {
+		r.fail("%s %q: want host:port", name, v)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 || strconv.Itoa(n) != port {
+		r.fail("%s %q: want a port 0-65535", name, v)
 	}
 	return v
 }

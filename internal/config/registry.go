@@ -30,6 +30,8 @@ const (
 	ServiceLLM Service = "quavon llm"
 	// ServicePublisher is quavon-publisher, the only writer to GitHub.
 	ServicePublisher Service = "quavon-publisher"
+	// ServiceGitHubSetup is `quavon github setup` (the apps' manifest flow).
+	ServiceGitHubSetup Service = "quavon github setup"
 )
 
 // group is a set of settings that belong together and are read together.
@@ -76,7 +78,8 @@ var serviceGroups = map[Service][]group{
 	ServiceLLM:     {gCore, gLLM},
 	// The publisher: the database, GitHub's endpoints and write tokens from
 	// the broker; no model, no sandbox key, no Valkey.
-	ServicePublisher: {gCore, gDatabase, gGitHub, gBrokerClient, gPublisher},
+	ServicePublisher:   {gCore, gDatabase, gGitHub, gBrokerClient, gPublisher},
+	ServiceGitHubSetup: {gCore, gGitHub},
 }
 
 // Setting is one QUAVON_* variable.
@@ -146,13 +149,15 @@ var registry = []Setting{
 	{Name: "QUAVON_SANDBOX_KUBE_START_TIMEOUT", Default: "2m", group: gBackends, Doc: "kube-gvisor: how long a pod may take to be scheduled, pull its image and start"},
 	{Name: "QUAVON_SANDBOX_KUBE_SECCOMP_PROFILE", group: gBackends, Doc: "kube-gvisor: a `Localhost` seccomp profile path on the node (Quavon's `seccomp.json`); empty: `RuntimeDefault`"},
 
+	{Name: "QUAVON_SANDBOX_METRICS_LISTEN", group: gBackends, Doc: "where `quavon-sandbox-runner` serves Prometheus `/metrics`; empty (default): off, as the runner listens on no port. Give it an address only the scraper can reach"},
+
 	{Name: "QUAVON_EGRESS_LISTEN", Default: ":3128", group: gEgress, Doc: "where `quavon-sandbox-egress` listens"},
 
 	{Name: "QUAVON_API_LISTEN", Default: ":8080", group: gAPI, Doc: "where `quavon-api` listens"},
+	{Name: "QUAVON_API_METRICS_LISTEN", Default: ":9090", group: gAPI, Doc: "where `quavon-api` serves Prometheus `/metrics`, a listener of its own; empty: off"},
 	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_APP_SLUG", group: gAPI, Doc: "the Fixer app's slug: `@<slug> fix` in an issue comment starts a fix (empty: only labels do)"},
-
 
 	{Name: "QUAVON_WEB_PUBLIC_URL", group: gWeb, Doc: "where the dashboard is reached (`https://quavon.example.com`); empty: no dashboard. The review app's OAuth callback URL is this plus `/auth/callback`"},
 	{Name: "QUAVON_GITHUB_WEB_URL", Default: "https://github.com", group: gWeb, Doc: "GitHub's web root, for the OAuth sign-in (GHES: `https://HOST`)"},
@@ -180,6 +185,7 @@ var registry = []Setting{
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
 	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
+	{Name: "QUAVON_WORKER_METRICS_LISTEN", Default: ":9090", group: gWorker, Doc: "where `quavon-worker` serves Prometheus `/metrics` (its only listener); empty: off"},
 
 	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gPublisher, Doc: "the review app's slug; reconcile trusts only reviews by `<slug>[bot]` and check runs of that app (required)"},
 	{Name: "QUAVON_PUBLISHER_CONCURRENCY", Default: "4", group: gPublisher, Doc: "jobs of the `publish` queue the publisher runs at once"},

@@ -103,6 +103,17 @@ type RepositoryEvent struct {
 	Sender    Account
 }
 
+// WebhookEvents lists the events ParseWebhook parses (X-GitHub-Event
+// values), sorted: the closed set of event names metrics may carry.
+func WebhookEvents() []string {
+	out := make([]string, 0, len(webhookActions))
+	for e := range webhookActions {
+		out = append(out, e)
+	}
+	slices.Sort(out)
+	return out
+}
+
 var webhookActions = map[string][]string{
 	"installation":              {"created", "deleted", "suspend", "unsuspend", "new_permissions_accepted"},
 	"installation_repositories": {"added", "removed"},

@@ -77,13 +77,16 @@ type App struct {
 	Owner         *Account // who registered it (nil: its bot)
 
 	// ClientID and ClientSecret are the app's OAuth credentials (the
-	// user-to-server web flow, oauth.go).
+	// user-to-server web flow, oauth.go; the manifest flow hands them out).
 	ClientID     string
 	ClientSecret string
 
 	webhookURL  string
 	callbackURL string
 	created     time.Time
+	// Set by the manifest flow (manifest.go); nil for RegisterApp's apps.
+	permissions map[string]string
+	events      []string
 }
 
 // Installation is an app installed on an account.
@@ -113,6 +116,13 @@ type accessToken struct {
 
 // RegisterApp creates an app with a fresh 2048-bit key and webhook secret.
 func (s *Server) RegisterApp(slug string) *App {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.registerApp(slug)
+}
+
+// registerApp is RegisterApp with s.mu held.
+func (s *Server) registerApp(slug string) *App {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		s.tb.Fatalf("githubfake: generate key: %v", err)
@@ -121,8 +131,6 @@ func (s *Server) RegisterApp(slug string) *App {
 	_, _ = rand.Read(secret)
 	clientSecret := make([]byte, 20)
 	_, _ = rand.Read(clientSecret)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	app := &App{
 		ID:            s.newID(),
 		Slug:          slug,

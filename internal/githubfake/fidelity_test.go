@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -285,6 +286,22 @@ func TestFidelityRoutes(t *testing.T) {
 	for _, st := range more {
 		if status, body := w.do(t, st.call); status != st.want {
 			t.Errorf("%s: %s %s = %d, want %d: %s", st.name, st.call.method, st.call.path, status, st.want, body)
+		}
+	}
+	// The manifest flow: the web form hands out a code, exchanged once.
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	form, err := noRedirect.PostForm(s.URL+"/settings/apps/new?state=st", url.Values{"manifest": {`{"name":"Fidelity","url":"https://q.example",` +
+		`"hook_attributes":{"url":"https://q.example/h","active":true},"redirect_url":"https://cli.example/cb","public":false,` +
+		`"default_permissions":{"contents":"read","issues":"write"},"default_events":["issues"]}`}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	form.Body.Close()
+	loc, _ := url.Parse(form.Header.Get("Location"))
+	code := loc.Query().Get("code")
+	for _, want := range []int{201, 404} {
+		if status, body := w.do(t, httpCall{"POST", "/app-manifests/" + code + "/conversions", "", nil}); status != want {
+			t.Errorf("manifest conversion = %d, want %d: %s", status, want, body)
 		}
 	}
 	// The upload's status, now that one exists.

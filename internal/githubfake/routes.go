@@ -22,6 +22,7 @@ func (s *Server) buildRoutes() []route {
 		{"DELETE", "/installation/token", "apps/revoke-installation-access-token", s.handleRevokeToken},
 		{"POST", "/graphql", "", s.handleGraphQL},
 		{"GET", "/user", "users/get-authenticated", s.handleGetAuthenticatedUser},
+		{"POST", "/app-manifests/{code}/conversions", "apps/create-from-manifest", s.handleManifestConversion},
 
 		{"GET", "/repos/{owner}/{repo}", "repos/get", s.handleGetRepo},
 		{"GET", "/repos/{owner}/{repo}/installation", "apps/get-repo-installation", s.handleRepoInstallation},

@@ -89,12 +89,13 @@ type Server struct {
 	requests      []Request
 	// acked holds the common commits a fetch negotiation's round was
 	// ACKed for, until its "done" request (githttp.go).
-	acked      map[string]ackedRound
-	rateUsed   map[string]int // per rate-limit bucket
-	auto       autoState
-	signedIn   *Account              // who approves OAuth authorizations
-	oauthCodes map[string]*oauthCode // by code
-	userTokens map[string]*userToken // by token
+	acked         map[string]ackedRound
+	rateUsed      map[string]int // per rate-limit bucket
+	auto          autoState
+	signedIn      *Account                 // who approves OAuth authorizations
+	oauthCodes    map[string]*oauthCode    // by code
+	userTokens    map[string]*userToken    // by token
+	manifestCodes map[string]*manifestCode // manifest.go
 }
 
 // New starts an emulator that is closed when the test ends.
@@ -110,6 +111,7 @@ func New(tb testing.TB) *Server {
 		repos:         map[string]*Repo{},
 		rateUsed:      map[string]int{},
 		auto:          autoState{apps: map[int64]bool{}},
+		manifestCodes: map[string]*manifestCode{},
 	}
 	d, ok, err := apidesc.Shared()
 	switch {
@@ -340,6 +342,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c.authenticate()
 	if s.serveGit(w, c) {
+		return
+	}
+	if s.serveManifestForm(w, c) {
+		logIt(c.status)
 		return
 	}
 	fault := s.takeFault(r.Method, r.URL.Path)

@@ -184,13 +184,20 @@ func (s *Server) appJSON(a *App) map[string]any {
 	if owner == nil {
 		owner = a.Bot
 	}
+	perms, events := map[string]any{"metadata": "read"}, []any{}
+	for k, v := range a.permissions {
+		perms[k] = v
+	}
+	for _, e := range a.events {
+		events = append(events, e)
+	}
 	return map[string]any{
-		"id": a.ID, "slug": a.Slug, "node_id": nodeID("A", a.ID), "client_id": fmt.Sprintf("Iv1.%016x", a.ID),
+		"id": a.ID, "slug": a.Slug, "node_id": nodeID("A", a.ID), "client_id": a.ClientID,
 		"owner": s.userJSON(owner), "name": a.Name, "description": nil,
 		"external_url": "https://quavon.invalid/" + a.Slug, "html_url": htmlBase + "apps/" + a.Slug,
 		"created_at": timeOrNil(a.created), "updated_at": timeOrNil(a.created),
-		"permissions": map[string]any{"metadata": "read"},
-		"events":      []any{},
+		"permissions": perms,
+		"events":      events,
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/mention"
+	"github.com/quavon/quavon/internal/metrics"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/secretfile"
 	"github.com/quavon/quavon/internal/web"
@@ -32,10 +33,11 @@ const MinWebhookSecret = 16
 
 // Service is quavon-api.
 type Service struct {
-	db  *postgres.DB
-	ln  net.Listener
-	srv *http.Server
-	log *slog.Logger
+	db      *postgres.DB
+	ln      net.Listener
+	srv     *http.Server
+	log     *slog.Logger
+	metrics *metrics.Server // nil when QUAVON_API_METRICS_LISTEN is empty
 }
 
 // New connects, reads the webhook secrets and listens.
@@ -75,18 +77,34 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 			return nil, fmt.Errorf("QUAVON_GITHUB_FIXER_APP_SLUG: %w", err)
 		}
 	}
+	reg := metrics.NewRegistry()
+	recorder := metrics.NewAPI(reg, []string{string(github.AppReview), string(github.AppFixer)}, github.WebhookEvents())
+	var ms *metrics.Server
+	if cfg.MetricsListen != "" {
+		if ms, err = metrics.Listen(cfg.MetricsListen, reg); err != nil {
+			db.Close()
+			return nil, err
+		}
+		log.Info("quavon-api metrics listening", slog.String("addr", ms.Addr()))
+	}
 	ln, err := net.Listen("tcp", cfg.API.Listen)
 	if err != nil {
+		if ms != nil {
+			ms.Close()
+		}
 		db.Close()
 		return nil, err
 	}
-	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs, FixerCommands: fixer}).Handler(), cfg, db, log)
+	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs, FixerCommands: fixer, Metrics: recorder}).Handler(), cfg, db, log)
 	if err != nil {
 		ln.Close()
+		if ms != nil {
+			ms.Close()
+		}
 		db.Close()
 		return nil, err
 	}
-	s := &Service{db: db, ln: ln, log: log, srv: &http.Server{
+	s := &Service{db: db, ln: ln, log: log, metrics: ms, srv: &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second, // webhook bodies reach 25 MB
@@ -100,8 +118,27 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 // Addr is the listening address.
 func (s *Service) Addr() string { return s.ln.Addr().String() }
 
+// MetricsAddr is the metrics listener's address ("" when off).
+func (s *Service) MetricsAddr() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return s.metrics.Addr()
+}
+
 // Run serves until ctx ends, then shuts down gracefully.
 func (s *Service) Run(ctx context.Context) error {
+	if s.metrics != nil {
+		mctx, cancel := context.WithCancel(ctx)
+		mdone := make(chan error, 1)
+		go func() { mdone <- s.metrics.Run(mctx) }()
+		defer func() {
+			cancel()
+			if err := <-mdone; err != nil {
+				s.log.Warn("quavon-api metrics", slog.String("error", err.Error()))
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(s.ln) }()
 	select {

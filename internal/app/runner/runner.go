@@ -26,6 +26,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/metrics"
 	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
 	"github.com/quavon/quavon/internal/sandbox/runner/docker"
@@ -55,6 +56,8 @@ type Parts struct {
 	Log *slog.Logger
 	// Block is how long one stream read waits; 0 means 5 s.
 	Block time.Duration
+	// Metrics, when not nil, records jobs for /metrics.
+	Metrics runner.JobObserver
 }
 
 // Built is the wired job loop and the worker-side pieces of the same pool.
@@ -109,7 +112,7 @@ func Build(ctx context.Context, p Parts) (*Built, error) {
 	}
 	r, err := runner.New(runner.Config{
 		ID: p.ID, Source: consumer, Verifier: verifier, Keys: p.Keys, Runtime: exec, Log: p.Log,
-		Concurrency: p.Concurrency,
+		Concurrency: p.Concurrency, Metrics: p.Metrics,
 	})
 	if err != nil {
 		return nil, err
@@ -223,6 +226,27 @@ func openDocker(ctx context.Context, rc config.Runner) (*Backend, error) {
 type Service struct {
 	built   *Built
 	closers []func() error
+	metrics *metrics.Server // nil unless QUAVON_SANDBOX_METRICS_LISTEN is set
+	log     *slog.Logger
+}
+
+// runnerLabels are the closed label sets of the runner's metrics, from the
+// sandbox contract.
+func runnerLabels() metrics.RunnerLabels {
+	str := func(vs ...any) []string {
+		out := make([]string, len(vs))
+		for i, v := range vs {
+			out[i] = fmt.Sprint(v)
+		}
+		return out
+	}
+	return metrics.RunnerLabels{
+		Purposes:     str(sandbox.PurposeSAST, sandbox.PurposeFixTest, sandbox.PurposeFixLint),
+		ImageClasses: sandbox.ImageClasses,
+		Statuses:     str(sandbox.StatusCompleted, sandbox.StatusTimedOut, sandbox.StatusFailed, sandbox.StatusRejected),
+		RejectReasons: str(sandbox.RejectMalformed, sandbox.RejectUnknownKey, sandbox.RejectBadSignature, sandbox.RejectSchemaInvalid,
+			sandbox.RejectExpired, sandbox.RejectTooFarAhead, sandbox.RejectReplayed),
+	}
 }
 
 var hostRE = regexp.MustCompile(`[^A-Za-z0-9._-]`)
@@ -305,10 +329,20 @@ func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger, openers
 			HostProxy: cfg.Runner.EgressHostProxy}
 	}
 	id := ID(cfg.Runner)
+	reg := metrics.NewRegistry()
+	recorder := metrics.NewRunner(reg, string(cfg.Runner.Backend), runnerLabels())
+	s.log = log
+	if cfg.MetricsListen != "" {
+		if s.metrics, err = metrics.Listen(cfg.MetricsListen, reg); err != nil {
+			return nil, err
+		}
+		s.closers = append(s.closers, s.metrics.Close)
+		log.Info("sandbox runner metrics listening", slog.String("addr", s.metrics.Addr()))
+	}
 	s.built, err = Build(ctx, Parts{
 		Valkey: vk, Pool: cfg.Pool, Keys: keys, Backend: backend, Images: images, Ceiling: ceiling,
 		Snapshot: snapshot.Limits{MaxBytes: cfg.Snapshots.MaxBytes, MaxEntries: cfg.Snapshots.MaxEntries},
-		Egress:   eg, Concurrency: cfg.Runner.Concurrency, ID: id, Log: log,
+		Egress:   eg, Concurrency: cfg.Runner.Concurrency, ID: id, Log: log, Metrics: recorder,
 	})
 	if err != nil {
 		return nil, err
@@ -319,8 +353,29 @@ func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger, openers
 	return s, nil
 }
 
-// Run serves jobs until ctx ends.
-func (s *Service) Run(ctx context.Context) error { return s.built.Runner.Serve(ctx) }
+// MetricsAddr is the metrics listener's address ("" when off).
+func (s *Service) MetricsAddr() string {
+	if s.metrics == nil {
+		return ""
+	}
+	return s.metrics.Addr()
+}
+
+// Run serves jobs (and /metrics, when on) until ctx ends.
+func (s *Service) Run(ctx context.Context) error {
+	if s.metrics != nil {
+		mctx, cancel := context.WithCancel(ctx)
+		mdone := make(chan error, 1)
+		go func() { mdone <- s.metrics.Run(mctx) }()
+		defer func() {
+			cancel()
+			if err := <-mdone; err != nil {
+				s.log.Warn("sandbox runner metrics", slog.String("error", err.Error()))
+			}
+		}()
+	}
+	return s.built.Runner.Serve(ctx)
+}
 
 // Close releases Docker and Valkey.
 func (s *Service) Close() {

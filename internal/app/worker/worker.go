@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
@@ -37,7 +38,9 @@ import (
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/intake"
 	"github.com/quavon/quavon/internal/intake/handle"
+	"github.com/quavon/quavon/internal/metrics"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/retention"
@@ -56,10 +59,40 @@ const hardStopWait = 30 * time.Second
 
 // Service is quavon-worker.
 type Service struct {
-	db     *postgres.DB
-	client *river.Client[pgx.Tx]
-	log    *slog.Logger
-	grace  time.Duration
+	db      *postgres.DB
+	client  *river.Client[pgx.Tx]
+	log     *slog.Logger
+	grace   time.Duration
+	metrics *workerMetrics
+}
+
+// workerMetrics are the worker's /metrics: River's job events and the
+// queue depths, served on QUAVON_WORKER_METRICS_LISTEN from Run on.
+type workerMetrics struct {
+	listen   string
+	reg      *prometheus.Registry
+	recorder *metrics.Worker
+	ready    chan string // the listening address, once
+}
+
+// kinds are the job kinds the worker registers (the closed set of the
+// kind label).
+var kinds = []string{retention.Args{}.Kind(), fix.ExpiryArgs{}.Kind(), intake.PullRequestEventArgs{}.Kind(), intake.IssueEventArgs{}.Kind()}
+
+// queueCounts reads the queue depths for /metrics: one grouped count over
+// River's table (the worker's role may read it; no tenant data).
+func queueCounts(db *postgres.DB) metrics.QueueCounter {
+	return func(ctx context.Context) ([]metrics.QueueCount, error) {
+		rows, err := db.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job GROUP BY queue, state`)
+		if err != nil {
+			return nil, fmt.Errorf("worker queue depths: %w", err)
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (metrics.QueueCount, error) {
+			var q metrics.QueueCount
+			err := r.Scan(&q.Queue, &q.State, &q.Jobs)
+			return q, err
+		})
+	}
 }
 
 // workers registers every job kind the worker runs.
@@ -128,13 +161,58 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 		db.Close()
 		return nil, err
 	}
-	return &Service{db: db, client: client, log: log, grace: wc.ShutdownGrace}, nil
+	reg := metrics.NewRegistry()
+	m := &workerMetrics{listen: cfg.MetricsListen, reg: reg, ready: make(chan string, 1),
+		recorder: metrics.NewWorker(reg, queues.All, kinds, queueCounts(db))}
+	return &Service{db: db, client: client, log: log, grace: wc.ShutdownGrace, metrics: m}, nil
+}
+
+// MetricsReady gets the metrics listener's address once Run has opened it
+// (nothing when QUAVON_WORKER_METRICS_LISTEN is empty).
+func (s *Service) MetricsReady() <-chan string { return s.metrics.ready }
+
+// observe turns River's job events into metrics until events closes.
+func (s *Service) observe(events <-chan *river.Event) {
+	outcomes := map[river.EventKind]string{
+		river.EventKindJobCompleted: metrics.JobCompleted, river.EventKindJobFailed: metrics.JobFailed,
+		river.EventKindJobCancelled: metrics.JobCancelled, river.EventKindJobSnoozed: metrics.JobSnoozed,
+		river.EventKindJobInterrupted: metrics.JobInterrupted,
+	}
+	for ev := range events {
+		if ev.Job == nil || ev.JobStats == nil {
+			continue
+		}
+		s.metrics.recorder.ObserveJob(ev.Job.Queue, ev.Job.Kind, outcomes[ev.Kind], ev.JobStats.QueueWaitDuration, ev.JobStats.RunDuration)
+	}
 }
 
 // Run works until ctx ends, then stops: running jobs get the grace to
 // finish, then their contexts are cancelled and River waits (bounded) for
 // them to return.
 func (s *Service) Run(ctx context.Context) error {
+	if s.metrics.listen != "" {
+		ms, err := metrics.Listen(s.metrics.listen, s.metrics.reg)
+		if err != nil {
+			return err
+		}
+		s.metrics.ready <- ms.Addr()
+		s.log.Info("quavon-worker metrics listening", slog.String("addr", ms.Addr()))
+		// The metrics listener outlives the jobs' shutdown grace.
+		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		mdone := make(chan error, 1)
+		go func() { mdone <- ms.Run(mctx) }()
+		defer func() {
+			cancel()
+			if err := <-mdone; err != nil {
+				s.log.Warn("quavon-worker metrics", slog.String("error", err.Error()))
+			}
+		}()
+	}
+	events, unsubscribe := s.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed, river.EventKindJobInterrupted)
+	observed := make(chan struct{})
+	go func() { s.observe(events); close(observed) }()
+	defer func() { unsubscribe(); <-observed }()
 	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}

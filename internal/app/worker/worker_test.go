@@ -107,7 +107,8 @@ func (w *world) env(t *testing.T, settings ...string) []string {
 	if err := os.WriteFile(pwFile, []byte(pw), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return append([]string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}, settings...)
+	// Tests never bind the default metrics port.
+	return append([]string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_WORKER_METRICS_LISTEN="}, settings...)
 }
 
 // startWorker runs the assembled worker until the returned stop is called;

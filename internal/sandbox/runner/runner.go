@@ -52,6 +52,15 @@ type Config struct {
 	Now      func() time.Time
 	// Concurrency is how many jobs run at once; 0 means 1.
 	Concurrency int
+	// Metrics, when not nil, is told of every job and every refusal.
+	Metrics JobObserver
+}
+
+// JobObserver records jobs for /metrics. It gets the job's purpose, image
+// class and status and the refusal reasons: never ids, digests or output.
+type JobObserver interface {
+	JobDone(purpose, imageClass, status string, d time.Duration)
+	JobRejected(reason string)
 }
 
 // Runner is the job loop.
@@ -121,6 +130,9 @@ func (r *Runner) HandleOne(ctx context.Context) error {
 	job, err := r.cfg.Verifier.Verify(ctx, d.Envelope)
 	if err != nil {
 		reason := sandbox.Reason(err)
+		if reason != "" && r.cfg.Metrics != nil {
+			r.cfg.Metrics.JobRejected(string(reason))
+		}
 		id := claimedID(d.Envelope)
 		r.cfg.Log.Warn("sandbox job rejected",
 			slog.String("stream_id", d.StreamID), slog.String("job_id", id),
@@ -153,6 +165,9 @@ func (r *Runner) HandleOne(ctx context.Context) error {
 		slog.String("job_id", job.ID), slog.String("purpose", string(job.Purpose)),
 		slog.String("image_class", job.ImageClass), slog.String("image_digest", res.ImageDigest),
 		slog.String("status", string(res.Status)), slog.Int64("duration_ms", res.DurationMillis))
+	if r.cfg.Metrics != nil {
+		r.cfg.Metrics.JobDone(string(job.Purpose), job.ImageClass, string(res.Status), r.cfg.Now().Sub(start))
+	}
 	return r.publish(ctx, res)
 }
 

@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+	"slices"
 
 	"bytes"
 	"context"
@@ -89,6 +90,31 @@ type fixture struct {
 	runner  *runner.Runner
 	runtime *countingRuntime
 	logs    *testenv.LogBuffer
+	metrics *observer
+}
+
+// observer records what the runner tells its metrics.
+type observer struct {
+	mu             sync.Mutex
+	done, rejected []string
+}
+
+func (o *observer) JobDone(purpose, imageClass, status string, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.done = append(o.done, purpose+" "+imageClass+" "+status)
+}
+
+func (o *observer) JobRejected(reason string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rejected = append(o.rejected, reason)
+}
+
+func (o *observer) get() (done, rejected []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.done), slices.Clone(o.rejected)
 }
 
 // newFixture wires a real runner to real Valkey. worker is the control
@@ -117,12 +143,14 @@ func newFixture(t *testing.T, worker, runnerClient valkey.Client, pool string, k
 	}
 	rt := &countingRuntime{blobs: blobs}
 	logs := &testenv.LogBuffer{}
+	obs := &observer{}
 	r, err := runner.New(runner.Config{ID: "runner-test", Source: consumer, Verifier: verifier, Keys: keys, Runtime: rt,
-		Log: slog.New(slog.NewJSONHandler(logs, nil))})
+		Log: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: obs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{pool: pool, names: names, keys: keys, queue: valkeyq.NewQueue(worker, names, keys), runner: r, runtime: rt, logs: logs}
+	return &fixture{pool: pool, names: names, keys: keys, queue: valkeyq.NewQueue(worker, names, keys), runner: r, runtime: rt, logs: logs,
+		metrics: obs}
 }
 
 func (f *fixture) job(t *testing.T, worker valkey.Client, id string, snapshot []byte) *sandbox.SandboxJob {
@@ -194,6 +222,9 @@ func TestEndToEndUnderACL(t *testing.T) {
 	}
 	if !strings.Contains(logs, j.ID) {
 		t.Errorf("runner logs do not name the job:\n%s", logs)
+	}
+	if done, rejected := f.metrics.get(); !slices.Equal(done, []string{"fix_test node completed"}) || len(rejected) != 0 {
+		t.Errorf("metrics told %q, rejected %q", done, rejected)
 	}
 }
 
@@ -310,6 +341,12 @@ func TestRejectedBeforeAnyRuntimeCall(t *testing.T) {
 	}
 	if !strings.Contains(f.logs.String(), `"reason":"replayed"`) {
 		t.Fatalf("replay not logged:\n%s", f.logs)
+	}
+	// Every refusal reached the metrics with its reason, the one run too.
+	done, rejected := f.metrics.get()
+	if !slices.Equal(done, []string{"fix_test node completed"}) || !slices.Contains(rejected, "replayed") ||
+		!slices.Contains(rejected, string(sandbox.RejectBadSignature)) {
+		t.Fatalf("metrics told %q, rejected %q", done, rejected)
 	}
 }
 
