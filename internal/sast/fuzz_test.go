@@ -104,7 +104,7 @@ func FuzzSARIF(f *testing.F) {
 		in := Input{Manifest: Manifest{Root: fixtureRoot, Tools: []ToolRun{{Tool: ToolRuff, Status: StatusOK, Version: automation}}},
 			Outputs: map[Tool][]byte{ToolRuff: raw}, Changed: changed,
 			Source: func(string) ([]byte, bool) { return raw, true }}
-		rep := Normalise(in, Options{MaxFindings: 100})
+		rep := Normalise(in, Options{Profile: ProfileAudit, MaxFindings: 100})
 		out, err := SARIF(rep, SARIFOptions{AutomationID: automation, Source: in.Source})
 		if err != nil {
 			if strings.Contains(err.Error(), "automation id") {
