@@ -138,3 +138,7 @@ func ParseQualifiedRule(s string) (Tool, string, bool) {
 	}
 	return Tool(tool), rule, true
 }
+
+// KnownRuleName reports whether s ("tool:rule") names a rule the shipped
+// tools can emit.
+func KnownRuleName(s string) bool { _, _, ok := ParseQualifiedRule(s); return ok }
