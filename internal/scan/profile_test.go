@@ -70,11 +70,11 @@ func TestReviewProfileOnTestSuites(t *testing.T) {
 	norm := sast.Options{ContextLines: 0, MaxFindings: 25000}
 	norm.Profile = sast.ProfileAudit
 	audit := runScan(t, dir, scan.Options{Normalise: norm})
-	norm.Profile = sast.ProfileReview
-	review := runScan(t, dir, scan.Options{Normalise: norm})
 	requireStatus(t, audit, allOK())
-	requireStatus(t, review, allOK())
 	checkOneSeverityPerWeakness(t, audit.Report.Findings)
+	norm.Profile = sast.ProfileReview
+	reviewReport := audit.Normalise(norm)
+	review := &scan.Outcome{Report: &reviewReport}
 
 	describe := func(f sast.Finding) string {
 		return fmt.Sprintf("%s:%d %s %s (%s)", f.Path, f.StartLine, f.Tool, f.RuleID, f.Weakness)
