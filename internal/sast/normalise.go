@@ -158,9 +158,9 @@ func (r *Report) notScanned(n NotScanned) {
 //     reporting a long range cannot attach a finding to a changed line it
 //     does not start on; an Unmapped finding in a changed file is always
 //     kept;
-//  6. the profile (Options.Profile, DisabledRules, TestPath) leaves out
+//  6. findings with equal fingerprints are merged;
+//  7. the profile (Options.Profile, DisabledRules, TestPath) leaves out
 //     or downgrades findings, counted in Muted (profile.go);
-//  7. findings with equal fingerprints are merged;
 //  8. the rest are sorted by severity, path, line, tool and rule, and the
 //     first MaxFindings kept; Dropped counts the others.
 func Normalise(in Input, opt Options) Report {
@@ -301,8 +301,13 @@ func Normalise(in Input, opt Options) Report {
 		}
 		kept = append(kept, f)
 	}
-	posted := kept[:0]
+	slices.SortStableFunc(kept, compareFindings)
+	var posted []Finding
 	for _, f := range kept {
+		if seen[f.Fingerprint] {
+			continue
+		}
+		seen[f.Fingerprint] = true
 		why, sev := opt.muteReason(f, src.line(f.Path, f.StartLine))
 		if why != "" {
 			rep.Muted++
@@ -311,13 +316,8 @@ func Normalise(in Input, opt Options) Report {
 		f.Severity = sev
 		posted = append(posted, f)
 	}
-	kept = posted
-	slices.SortStableFunc(kept, compareFindings)
-	for _, f := range kept {
-		if seen[f.Fingerprint] {
-			continue
-		}
-		seen[f.Fingerprint] = true
+	slices.SortStableFunc(posted, compareFindings) // downgrades move findings
+	for _, f := range posted {
 		if len(rep.Findings) >= maxFindings {
 			rep.Dropped++
 			continue
