@@ -43,6 +43,8 @@ const (
 	whyTimeout      = "a missing timeout is a robustness hint, not a security defect in review"
 	whyNoProto      = "style: __proto__ and arguments.caller are deprecated, not a vulnerability"
 	whyBuffer       = "deprecated Buffer APIs; an audit hint"
+	whyMarshal      = "fires on every marshalled struct field named like a secret, most of them configuration that is never sent; an audit hint"
+	whyContext      = "context propagation is code quality; an audit hint"
 
 	whyTestSecret  = "tests hold made-up credentials; secrets that look real are still reported everywhere by gitleaks"
 	whyTestFixture = "tests set up servers, files, random data, TLS and debug settings on purpose"
@@ -243,9 +245,19 @@ var gosecRules = map[string]RuleClass{
 	"G110": keep("resource-exhaustion").tests(whyTestFixture),
 	"G111": keep("path-traversal"),
 	"G112": keep("resource-exhaustion").tests(whyTestFixture),
+	"G113": keep("request-smuggling"),
 	"G114": keep("resource-exhaustion").tests(whyTestFixture),
 	"G115": drop("integer-overflow", whyIntConv),
 	"G116": keep("hidden-characters"),
+	"G117": drop("secret-exposure", whyMarshal),
+	"G118": drop("resource-exhaustion", whyContext),
+	"G119": keep("secret-exposure").tests(whyTestFixture),
+	"G120": keep("resource-exhaustion").tests(whyTestFixture),
+	"G121": keep("csrf"),
+	"G122": keep("race-condition").tests(whyTestFixture),
+	"G123": keep("insecure-tls").tests(whyTestFixture),
+	"G124": keep("cookie-flags").tests(whyTestFixture),
+	"G125": keep("path-traversal"),
 	"G201": keep("sql-injection").tests(whyTestSQL),
 	"G202": keep("sql-injection").tests(whyTestSQL),
 	"G203": keep("xss"),
@@ -256,6 +268,7 @@ var gosecRules = map[string]RuleClass{
 	"G304": drop("path-traversal", whyFilePath),
 	"G305": keep("path-traversal"),
 	"G306": drop("file-permissions", whyPerm),
+	"G307": drop("file-permissions", whyPerm),
 	"G401": keep("weak-hash").tests(whyTestHash).onLine(whyHMAC, "hmac"),
 	"G402": keep("insecure-tls").tests(whyTestFixture),
 	"G403": keep("weak-key").tests(whyTestFixture),
@@ -263,6 +276,7 @@ var gosecRules = map[string]RuleClass{
 	"G405": keep("weak-cipher"),
 	"G406": keep("weak-hash").tests(whyTestHash).onLine(whyHMAC, "hmac"),
 	"G407": keep("weak-cipher"),
+	"G408": keep("auth-bypass"),
 	"G501": drop("weak-hash", whyWeakHashImp),
 	"G502": drop("weak-cipher", whyImport),
 	"G503": drop("weak-cipher", whyImport),
@@ -277,7 +291,11 @@ var gosecRules = map[string]RuleClass{
 	"G703": keep("path-traversal"),
 	"G704": keep("ssrf"),
 	"G705": keep("xss"),
-	"G706": keep("cleartext-protocol"),
+	"G706": keep("log-injection"),
+	"G707": keep("header-injection"),
+	"G708": keep("template-injection"),
+	"G709": keep("insecure-deserialization"),
+	"G710": keep("open-redirect"),
 }
 
 // eslintRules: the rules rules/eslint/security.config.js turns on
@@ -287,6 +305,7 @@ var eslintRules = map[string]RuleClass{
 	"security/detect-buffer-noassert":                drop("unsafe-language-feature", whyBuffer),
 	"security/detect-child-process":                  keep("process-start").tests(whyTestProcess),
 	"security/detect-disable-mustache-escape":        keep("xss"),
+	"security/detect-invisible-characters":           keep("hidden-characters"),
 	"security/detect-eval-with-expression":           keep("code-injection"),
 	"security/detect-new-buffer":                     drop("unsafe-language-feature", whyBuffer),
 	"security/detect-no-csrf-before-method-override": keep("csrf"),

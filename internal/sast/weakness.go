@@ -73,6 +73,12 @@ var weaknesses = []Weakness{
 	{"unsafe-preexec-fn", "CWE-362", "subprocess preexec_fn, unsafe with threads", SeverityLow},
 	{"risky-import", "", "Import of a module with unsafe uses", SeverityInfo},
 	{"memory-safety", "CWE-119", "Memory access the compiler cannot check", SeverityMedium},
+	{"request-smuggling", "CWE-444", "HTTP request smuggling", SeverityMedium},
+	{"secret-exposure", "CWE-200", "Secret exposed by serialisation or forwarded headers", SeverityMedium},
+	{"race-condition", "CWE-367", "Time-of-check to time-of-use race on the file system", SeverityLow},
+	{"auth-bypass", "CWE-287", "Authentication that can be bypassed", SeverityHigh},
+	{"log-injection", "CWE-117", "Log entry built from request data", SeverityLow},
+	{"header-injection", "CWE-93", "Protocol header or command built from data", SeverityMedium},
 }
 
 // Weaknesses returns the weakness table, in its order.
