@@ -198,7 +198,6 @@ var ruffRules = map[string]RuleClass{
 	"S407":    drop("risky-import", whyImport),
 	"S408":    drop("risky-import", whyImport),
 	"S409":    drop("risky-import", whyImport),
-	"S410":    drop("risky-import", whyImport),
 	"S411":    drop("risky-import", whyImport),
 	"S412":    drop("risky-import", whyImport),
 	"S413":    drop("risky-import", whyImport),
