@@ -140,17 +140,27 @@ type Group struct {
 	// Rules every rule, qualified ("tool:rule"), sorted.
 	Tools []Tool   `json:"tools"`
 	Rules []string `json:"rules"`
-	// Findings are the members, most severe first as in the input; the
-	// first is the one to show.
+	// Findings are the members, most severe first (in input order among
+	// equals); the first is the one to show.
 	Findings []Finding `json:"findings"`
 }
 
+// subsumedBy lists, for a broad weakness, the specific ones that say the
+// same about a line and more: a finding of the broad one joins a group of
+// a specific one on its line (gosec's G204 "command with a variable"
+// beside G702 "command injection" is one finding).
+var subsumedBy = map[WeaknessID][]WeaknessID{
+	"process-start":           {"command-injection", "argument-injection"},
+	"dynamic-module-load":     {"code-injection"},
+	"dynamic-property-access": {"prototype-pollution"},
+}
+
 // GroupFindings joins findings of the same weakness that start on the
-// same line of the same file into one Group listing every tool. Groups
-// come in the order of their first member; the input's order (a Report's:
-// most severe first) is kept within each group. This is the one place
-// findings from several tools are joined: `quavon scan` and the review
-// runs use it.
+// same line of the same file into one Group listing every tool (a finding
+// of a broad weakness joins a group of a weakness that subsumes it, see
+// subsumedBy). Groups come in the order of their first member (a
+// Report's order: most severe first). This is the one place findings from several tools are joined:
+// `quavon scan` and the review runs use it.
 func GroupFindings(fs []Finding) []Group {
 	type key struct {
 		path     string
@@ -158,10 +168,20 @@ func GroupFindings(fs []Finding) []Group {
 		weakness WeaknessID
 		rule     string
 	}
+	present := map[key]bool{}
+	for _, f := range fs {
+		present[key{f.Path, f.StartLine, f.Weakness, ""}] = true
+	}
 	at := map[key]int{}
 	var out []Group
 	for _, f := range fs {
 		k := key{f.Path, f.StartLine, f.Weakness, ""}
+		for _, w := range subsumedBy[f.Weakness] {
+			if present[key{f.Path, f.StartLine, w, ""}] {
+				k.weakness = w
+				break
+			}
+		}
 		if f.Weakness == "" {
 			k.rule = QualifiedRule(f.Tool, f.RuleID)
 		}
@@ -169,7 +189,7 @@ func GroupFindings(fs []Finding) []Group {
 		if !ok {
 			i = len(out)
 			at[k] = i
-			out = append(out, Group{Weakness: f.Weakness, Severity: f.Severity, Path: f.Path, StartLine: f.StartLine})
+			out = append(out, Group{Weakness: k.weakness, Severity: f.Severity, Path: f.Path, StartLine: f.StartLine})
 		}
 		g := &out[i]
 		g.Findings = append(g.Findings, f)
@@ -184,6 +204,9 @@ func GroupFindings(fs []Finding) []Group {
 		}
 	}
 	for i := range out {
+		slices.SortStableFunc(out[i].Findings, func(a, b Finding) int {
+			return cmp.Compare(severityRank[a.Severity], severityRank[b.Severity])
+		})
 		slices.SortFunc(out[i].Tools, func(a, b Tool) int { return cmp.Compare(toolIndex(a), toolIndex(b)) })
 		slices.Sort(out[i].Rules)
 	}

@@ -237,6 +237,9 @@ func TestGroupFindings(t *testing.T) {
 		{Tool: ToolBandit, RuleID: "B303", Weakness: "weak-hash", Severity: SeverityMedium, Path: "a.py", StartLine: 3},
 		{Tool: ToolRuff, RuleID: "S602", Weakness: "command-injection", Severity: SeverityHigh, Path: "a.py", StartLine: 4},
 		{Tool: ToolRuff, RuleID: "S602", Weakness: "command-injection", Severity: SeverityHigh, Path: "b.py", StartLine: 3},
+		{Tool: ToolGosec, RuleID: "G204", Weakness: "process-start", Severity: SeverityLow, Path: "a.go", StartLine: 9},
+		{Tool: ToolGosec, RuleID: "G204", Weakness: "process-start", Severity: SeverityLow, Path: "a.go", StartLine: 7},
+		{Tool: ToolGosec, RuleID: "G702", Weakness: "command-injection", Severity: SeverityHigh, Path: "a.go", StartLine: 9},
 		{Tool: ToolESLint, RuleID: "x", Severity: SeverityLow, Path: "a.js", StartLine: 1},
 		{Tool: ToolESLint, RuleID: "y", Severity: SeverityLow, Path: "a.js", StartLine: 1},
 	}
@@ -250,6 +253,8 @@ func TestGroupFindings(t *testing.T) {
 		"a.py:3 weak-hash medium [bandit] [bandit:B303] 1",
 		"a.py:4 command-injection high [ruff] [ruff:S602] 1",
 		"b.py:3 command-injection high [ruff] [ruff:S602] 1",
+		"a.go:9 command-injection high [gosec] [gosec:G204 gosec:G702] 2",
+		"a.go:7 process-start low [gosec] [gosec:G204] 1",
 		"a.js:1  low [eslint] [eslint:x] 1",
 		"a.js:1  low [eslint] [eslint:y] 1",
 	}

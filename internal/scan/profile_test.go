@@ -115,6 +115,21 @@ func TestReviewProfileOnTestSuites(t *testing.T) {
 	if !found {
 		t.Errorf("review: the shell command built from a form field is not one finding of several tools: %v", review.Report.Findings)
 	}
+	// A shell command the tools call constant is not posted.
+	constant := lineOf(t, files["python/shop/service.py"], `"df -h /", shell=True`)
+	for _, f := range audit.Report.Findings {
+		if f.Path == "python/shop/service.py" && f.StartLine == constant {
+			constant = -constant // the audit profile has it
+		}
+	}
+	if constant > 0 {
+		t.Errorf("audit: nothing reported on the constant shell command (line %d)", constant)
+	}
+	for _, f := range review.Report.Findings {
+		if f.Path == "python/shop/service.py" && f.StartLine == -constant {
+			t.Errorf("review: constant shell command posted: %s", describe(f))
+		}
+	}
 	// Nothing is lost in silence: review + muted = audit.
 	if len(review.Report.Findings)+review.Report.Muted != len(audit.Report.Findings) || review.Report.Profile != sast.ProfileReview {
 		t.Errorf("review %d + muted %d != audit %d", len(review.Report.Findings), review.Report.Muted, len(audit.Report.Findings))

@@ -53,6 +53,10 @@ def thumbnail(name):
     return subprocess.run(f"convert {name} -resize 64x64 thumb.png", shell=True, check=False)
 
 
+def disk_usage():
+    return subprocess.run("df -h /", shell=True, capture_output=True, text=True, check=False).stdout
+
+
 def retry(fn):
     for attempt in range(RETRIES):
         try:
