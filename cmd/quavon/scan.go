@@ -29,6 +29,12 @@ with the reason it was not (a cap, a link, a file or package a scanner could
 not read, a scanner that failed): the scan is then incomplete, in every
 output format.
 
+Findings are chosen by --profile: "review" (the default, what a review
+posts: audit hints and test-file noise left out, see rules/README.md) or
+"audit" (everything). Each finding has the severity of its weakness,
+whichever tool reported it; a weakness reported on one line by several
+tools is one finding listing every tool.
+
 Exit status: 0 no finding at or above --fail-on and the scan complete; 1
 findings at or above --fail-on; 3 the scan is incomplete (and no finding
 failed it); 2 any other error.`
@@ -48,6 +54,8 @@ type scanOptions struct {
 	FailOn      string
 	MaxFindings int
 	Tools       string
+	Profile     string
+	Disable     string
 	Dir         string
 	ToolTimeout time.Duration
 }
@@ -71,6 +79,8 @@ func newScanCmd(e *env, runF func(context.Context, *scanOptions) error) *cobra.C
 	f.StringVar(&o.FailOn, "fail-on", "high", "exit 1 on findings of this `severity` or above (critical, high, medium, low, info, none)")
 	f.IntVar(&o.MaxFindings, "max-findings", 50, "report at most `N` findings (the most severe)")
 	f.StringVar(&o.Tools, "tools", "", "comma-separated `list` of scanners to run (default all: "+toolList()+")")
+	f.StringVar(&o.Profile, "profile", string(sast.ProfileReview), "findings `profile`: review (what a review posts) or audit (everything)")
+	f.StringVar(&o.Disable, "disable", "", "comma-separated `list` of rules to leave out, as tool:rule (e.g. bandit:B608)")
 	f.StringVarP(&o.Dir, "dir", "C", ".", "run in `DIR` (a git work tree)")
 	f.DurationVar(&o.ToolTimeout, "tool-timeout", 5*time.Minute, "time limit of each scanner")
 	return cmd
@@ -90,7 +100,20 @@ func runScan(ctx context.Context, o *scanOptions) error {
 	if o.Context < 0 || o.Context > 1000 || o.MaxFindings < 1 || o.MaxFindings > 25000 {
 		return &exitStatus{code: exitError, err: errors.New("--context wants 0..1000, --max-findings 1..25000")}
 	}
-	opt := scan.Options{ToolTimeout: o.ToolTimeout, Normalise: sast.Options{ContextLines: o.Context, MaxFindings: o.MaxFindings}}
+	if !sast.Profile(o.Profile).Valid() {
+		return &exitStatus{code: exitError, err: fmt.Errorf("--profile %q: want review or audit", o.Profile)}
+	}
+	opt := scan.Options{ToolTimeout: o.ToolTimeout, Normalise: sast.Options{ContextLines: o.Context, MaxFindings: o.MaxFindings,
+		Profile: sast.Profile(o.Profile)}}
+	if o.Disable != "" {
+		for _, r := range strings.Split(o.Disable, ",") {
+			r = strings.TrimSpace(r)
+			if !sast.KnownRuleName(r) {
+				return &exitStatus{code: exitError, err: fmt.Errorf("--disable: %q is not tool:rule of a rule the scanners emit (rules/README.md)", r)}
+			}
+			opt.Normalise.DisabledRules = append(opt.Normalise.DisabledRules, r)
+		}
+	}
 	if o.Tools != "" {
 		for _, t := range strings.Split(o.Tools, ",") {
 			tool := sast.Tool(strings.TrimSpace(t))

@@ -109,6 +109,9 @@ func TestScanRefusesBadInput(t *testing.T) {
 		{"scan", "--format", "xml"},
 		{"scan", "--fail-on", "severe"},
 		{"scan", "--tools", "semgrep"},
+		{"scan", "--profile", "strict"},
+		{"scan", "--disable", "bandit:B999"},
+		{"scan", "--disable", "B101"},
 		{"scan", "extra"},
 		{"scan", "-C", dir}, // not a git work tree
 	} {

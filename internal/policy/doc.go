@@ -43,7 +43,10 @@
 //	      "scanners": ["ast-grep", "gitleaks", "bandit", "gosec", "eslint", "ruff"],
 //	      "contextLines": 3,
 //	      "maxFindings": 50,
-//	      "uploadSarif": false
+//	      "uploadSarif": false,
+//	      "profile": "review",
+//	      "disabledRules": ["eslint:security/detect-non-literal-fs-filename"],
+//	      "testPaths": ["qa/**"]
 //	    },
 //	    "acceptance": {
 //	      "mode": "shadow"
@@ -52,8 +55,8 @@
 //	}
 //
 // The example differs from the defaults in fix.mode (default "off"),
-// triggerLabels, the three commands, egress (default "none"), registries
-// and deniedPaths (default []).
+// triggerLabels, the three commands, egress (default "none"), registries,
+// deniedPaths, sast.disabledRules and sast.testPaths (default []).
 //
 // # Fields
 //
@@ -101,6 +104,18 @@
 //   - contextLines: 0..1000, default 3. maxFindings: 1..25000, default 50.
 //   - uploadSarif: false (default); true also needs the code_scanning
 //     feature of the installation.
+//   - profile: "review" (default: what is worth a maintainer's minute; the
+//     rule tables of rules/README.md drop or downgrade audit hints and
+//     apply a reduced rule set to test files) | "audit" (every finding, at
+//     its weakness's severity).
+//   - disabledRules: up to 200 unique "tool:rule" names (e.g.
+//     "bandit:B608", "eslint:security/detect-object-injection",
+//     "gitleaks:generic-api-key"), each a rule the scanners can emit
+//     (sast.KnownRuleName); their findings are left out in every profile.
+//     Changes are audited like every policy change ([Diff]).
+//   - testPaths: up to 100 unique path patterns (below) of test files
+//     beyond the languages' conventions (sast.IsTestPath: *_test.go,
+//     test_*.py, *.test.js, tests/, testdata/, __tests__/ …).
 //
 // features.acceptance (the acceptance-criteria check):
 //   - mode: "off" | "shadow" (default) | "on".

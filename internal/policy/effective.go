@@ -1,5 +1,11 @@
 package policy
 
+import (
+	"slices"
+
+	"github.com/quavon/quavon/internal/sast"
+)
+
 // Sign-off gates of the threat analysis (spec, status paragraph). They are
 // constants on purpose: changing one is a reviewed code change, never
 // configuration.
@@ -124,6 +130,24 @@ func (e Effective) ReviewFixDelivery() ReviewFixes {
 // SASTMode is the effective mode of the deterministic scanners.
 func (e Effective) SASTMode() Mode {
 	return known(e.Policy.Features.SAST.Mode, ModeOff, ModeShadow, ModeOn)
+}
+
+// SASTOptions are the normalisation options of the effective policy's
+// features.sast: context, cap, profile, muted rules and test paths (the
+// languages' conventions plus testPaths).
+func (e Effective) SASTOptions() sast.Options {
+	s := e.Policy.Features.SAST
+	opt := sast.Options{
+		ContextLines: s.ContextLines, MaxFindings: s.MaxFindings,
+		Profile:       known(s.Profile, sast.ProfileReview, sast.ProfileAudit),
+		DisabledRules: slices.Clone(s.DisabledRules),
+	}
+	if pats := slices.Clone(s.TestPaths); len(pats) > 0 {
+		opt.TestPath = func(p string) bool {
+			return slices.ContainsFunc(pats, func(pat string) bool { return MatchPath(pat, p) })
+		}
+	}
+	return opt
 }
 
 // AcceptanceMode is the effective mode of the acceptance-criteria check.

@@ -3,7 +3,10 @@ package policy
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/quavon/quavon/internal/sast"
 )
 
 var (
@@ -132,5 +135,29 @@ func TestResolveZeroValueIsOff(t *testing.T) {
 	if e.FixEnabled() || e.FixMode() != FixOff || e.ReviewFixDelivery() != ReviewFixesOff ||
 		e.SASTMode() != ModeOff || e.AcceptanceMode() != ModeOff {
 		t.Error("a zero Effective enables something")
+	}
+}
+
+// The effective features.sast becomes the normaliser's options; the review
+// profile is the default, testPaths add to the languages' conventions.
+func TestSASTOptions(t *testing.T) {
+	t.Parallel()
+	e := Resolve(nil, RepoFacts{})
+	opt := e.SASTOptions()
+	if opt.Profile != sast.ProfileReview || opt.ContextLines != DefaultContextLines || opt.MaxFindings != DefaultMaxFindings ||
+		opt.TestPath != nil || len(opt.DisabledRules) != 0 {
+		t.Errorf("defaults: %+v", opt)
+	}
+	e = Resolve([]byte(`{"features":{"sast":{"profile":"audit","disabledRules":["bandit:B101"],"testPaths":["qa/**"]}}}`), RepoFacts{})
+	if e.Invalid != nil {
+		t.Fatal(e.Invalid)
+	}
+	opt = e.SASTOptions()
+	if opt.Profile != sast.ProfileAudit || !slices.Equal(opt.DisabledRules, []string{"bandit:B101"}) || opt.TestPath == nil ||
+		!opt.TestPath("QA/checks/a.py") || opt.TestPath("app/a.py") {
+		t.Errorf("stored: %+v", opt)
+	}
+	if (Effective{}).SASTOptions().Profile != sast.ProfileReview {
+		t.Error("a zero Effective is not the review profile")
 	}
 }

@@ -283,6 +283,11 @@ func Marshal(p Policy) ([]byte, error) {
 			*s = []string{}
 		}
 	}
+	for _, s := range []*[]string{&p.Features.SAST.DisabledRules, &p.Features.SAST.TestPaths} {
+		if *s == nil {
+			*s = []string{}
+		}
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

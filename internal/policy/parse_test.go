@@ -172,6 +172,15 @@ func TestParseRefusesEachField(t *testing.T) {
 		{"maxFindings 0", sastDoc(`"maxFindings":0`), "/features/sast/maxFindings", CodeOutOfRange},
 		{"maxFindings 25001", sastDoc(`"maxFindings":25001`), "/features/sast/maxFindings", CodeOutOfRange},
 		{"uploadSarif null", sastDoc(`"uploadSarif":null`), "/features/sast/uploadSarif", CodeInvalidType},
+		{"profile unknown", sastDoc(`"profile":"strict"`), "/features/sast/profile", CodeInvalidEnum},
+		{"profile empty", sastDoc(`"profile":""`), "/features/sast/profile", CodeInvalidEnum},
+		{"disabled rule unknown", sastDoc(`"disabledRules":["bandit:B999"]`), "/features/sast/disabledRules/0", CodeInvalidEnum},
+		{"disabled rule without tool", sastDoc(`"disabledRules":["B101"]`), "/features/sast/disabledRules/0", CodeInvalidEnum},
+		{"disabled rule of another tool", sastDoc(`"disabledRules":["ruff:B101"]`), "/features/sast/disabledRules/0", CodeInvalidEnum},
+		{"disabled rule duplicate", sastDoc(`"disabledRules":["bandit:B101","bandit:B101"]`), "/features/sast/disabledRules/1", CodeDuplicate},
+		{"disabled rules too many", sastDoc(`"disabledRules":` + list(MaxDisabledRules+1, func(i int) string { return fmt.Sprint("bandit:B", i) })), "/features/sast/disabledRules", CodeTooMany},
+		{"test path invalid", sastDoc(`"testPaths":["/abs/**"]`), "/features/sast/testPaths/0", CodeInvalidPattern},
+		{"test paths too many", sastDoc(`"testPaths":` + list(MaxPatterns+1, func(i int) string { return fmt.Sprint("p", i) })), "/features/sast/testPaths", CodeTooMany},
 
 		{"acceptance mode unknown", `{"features":{"acceptance":{"mode":"strict"}}}`, "/features/acceptance/mode", CodeInvalidEnum},
 		{"acceptance mode auto", `{"features":{"acceptance":{"mode":"auto"}}}`, "/features/acceptance/mode", CodeInvalidEnum},
@@ -219,6 +228,10 @@ func TestParseAcceptsBounds(t *testing.T) {
 		{"contextLines 0", sastDoc(`"contextLines":0`), func(p Policy) bool { return p.Features.SAST.ContextLines == 0 }},
 		{"one scanner", sastDoc(`"scanners":["gitleaks"]`), func(p Policy) bool {
 			return reflect.DeepEqual(p.Features.SAST.Scanners, []sast.Tool{sast.ToolGitleaks})
+		}},
+		{"profile defaults to review", sastDoc(`"mode":"on"`), func(p Policy) bool { return p.Features.SAST.Profile == sast.ProfileReview }},
+		{"audit profile, muted rules, test paths", sastDoc(`"profile":"audit","disabledRules":["bandit:B101","eslint:security/detect-object-injection","gitleaks:github-pat","ast-grep:quavon-python-weak-hash"],"testPaths":["qa/**","**/*_check.py"]`), func(p Policy) bool {
+			return p.Features.SAST.Profile == sast.ProfileAudit && len(p.Features.SAST.DisabledRules) == 4 && len(p.Features.SAST.TestPaths) == 2
 		}},
 		{"scanners reordered", sastDoc(`"scanners":["ruff","gosec"]`), func(p Policy) bool { return p.Features.SAST.Scanners[0] == sast.ToolRuff }},
 		{"every mode on", `{"features":{"fix":{"mode":"auto","reviewFixes":"commit"},"sast":{"mode":"on"},"acceptance":{"mode":"on"}}}`, func(p Policy) bool {

@@ -120,6 +120,16 @@ type SAST struct {
 	ContextLines int  `json:"contextLines"`
 	MaxFindings  int  `json:"maxFindings"`
 	UploadSarif  bool `json:"uploadSarif"`
+	// Profile chooses the findings posted on reviews: "review" (default)
+	// or "audit" (everything); see sast.Profile.
+	Profile sast.Profile `json:"profile"`
+	// DisabledRules mutes rules ("tool:rule", each one a rule the
+	// scanners can emit) on this repository, in every profile.
+	DisabledRules []string `json:"disabledRules"`
+	// TestPaths are path patterns of test files beyond the languages'
+	// conventions (sast.IsTestPath); the review profile applies its
+	// reduced rule set to them.
+	TestPaths []string `json:"testPaths"`
 }
 
 // Acceptance configures the acceptance-criteria check on reviews.
@@ -149,6 +159,7 @@ const (
 	DefaultSASTMode     = ModeShadow
 	DefaultContextLines = 3
 	DefaultMaxFindings  = 50
+	DefaultSASTProfile  = sast.ProfileReview
 
 	DefaultAcceptanceMode = ModeShadow
 )
@@ -182,6 +193,7 @@ func Default() Policy {
 				Scanners:     append([]sast.Tool(nil), sast.Tools...),
 				ContextLines: DefaultContextLines,
 				MaxFindings:  DefaultMaxFindings,
+				Profile:      DefaultSASTProfile,
 			},
 			Acceptance: Acceptance{Mode: DefaultAcceptanceMode},
 		},

@@ -85,7 +85,9 @@ const (
 	MaxLabelChars   = 50
 	MaxRegistries   = 16 // as the sandbox job contract's egress hosts
 	MaxPatterns     = 100
-	MaxPatternBytes = 512
+	// MaxDisabledRules caps features.sast.disabledRules.
+	MaxDisabledRules = 200
+	MaxPatternBytes  = 512
 )
 
 // intRange bounds one integer field.
@@ -204,6 +206,13 @@ func (c *checker) sast(base string, s SAST) {
 	})
 	c.rng(base+"/contextLines", int64(s.ContextLines), rangeContextLines)
 	c.rng(base+"/maxFindings", int64(s.MaxFindings), rangeMaxFindings)
+	enum(c, base+"/profile", s.Profile, sast.Profiles...)
+	list(c, base+"/disabledRules", s.DisabledRules, MaxDisabledRules, nil, func(p, r string) {
+		if !sast.KnownRuleName(r) {
+			c.add(p, CodeInvalidEnum, "want tool:rule naming a rule the scanners can emit (rules/README.md)")
+		}
+	})
+	list(c, base+"/testPaths", s.TestPaths, MaxPatterns, strings.ToLower, c.pattern)
 }
 
 // list checks the length of vs, each entry with item and duplicates under

@@ -41,6 +41,13 @@ type Finding struct {
 	// the file's lines (lines.go); the lines are then the tool's own and
 	// the finding is kept whatever the change.
 	Unmapped string `json:"unmappedLines,omitempty"`
+	// Weakness is the rule's weakness (rules.go); Severity is then the
+	// weakness's. "" for a rule the tables do not know, which keeps the
+	// tool's severity.
+	Weakness WeaknessID `json:"weakness,omitempty"`
+	// hint, when set, is why the tool itself says this occurrence is
+	// harmless (a constant command): the review profile leaves it out.
+	hint string
 }
 
 // Parsed is what one tool's report holds.
@@ -314,6 +321,7 @@ func (c *collector) add(f Finding, rawPath string) bool {
 		c.toolError("%s: finding dropped in %s: %v", c.tool, p, err)
 		return true
 	}
+	classify(&f)
 	if len(c.out.Findings) >= MaxParsedFindings {
 		c.full = true
 		c.toolError("%s: more than %d findings; the rest were ignored", c.tool, MaxParsedFindings)
@@ -328,4 +336,28 @@ func (c *collector) result() Parsed {
 		c.out.ToolErrors = append(c.out.ToolErrors, fmt.Sprintf("%d more tool errors not shown", c.dropped))
 	}
 	return c.out
+}
+
+// classify gives f its rule's weakness and the weakness's severity (and
+// CWE when the tool named none), and notes when the tool's own message
+// says the occurrence is a constant command.
+func classify(f *Finding) {
+	rc, ok := Classify(f.Tool, f.RuleID)
+	if !ok {
+		return
+	}
+	w, _ := WeaknessOf(rc.Weakness)
+	f.Weakness, f.Severity = w.ID, w.Severity
+	if cwe := astGrepRuleCWE[f.RuleID]; f.CWE == "" && f.Tool == ToolASTGrep {
+		f.CWE = cwe
+	} else if f.CWE == "" {
+		f.CWE = w.CWE
+	}
+	switch {
+	case (f.Tool == ToolBandit || f.Tool == ToolRuff) && rc.Weakness == "command-injection" &&
+		strings.Contains(f.Message, "seems safe"):
+		f.hint = string(f.Tool) + " says the command is a constant"
+	case f.Tool == ToolESLint && f.RuleID == "security/detect-child-process" && strings.Contains(f.Message, "require("):
+		f.hint = "requiring child_process is not a defect; calls with a non-literal command are reported"
+	}
 }

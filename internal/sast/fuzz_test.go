@@ -104,7 +104,18 @@ func FuzzSARIF(f *testing.F) {
 		in := Input{Manifest: Manifest{Root: fixtureRoot, Tools: []ToolRun{{Tool: ToolRuff, Status: StatusOK, Version: automation}}},
 			Outputs: map[Tool][]byte{ToolRuff: raw}, Changed: changed,
 			Source: func(string) ([]byte, bool) { return raw, true }}
-		rep := Normalise(in, Options{MaxFindings: 100})
+		rep := Normalise(in, Options{Profile: ProfileAudit, MaxFindings: 100})
+		// The review profile keeps a subset, each finding at its own or a
+		// lower severity, and counts the rest.
+		review := Normalise(in, Options{MaxFindings: 100, TestPath: func(p string) bool { return len(p)%2 == 0 }})
+		if len(rep.Findings) < 100 && len(review.Findings)+review.Muted != len(rep.Findings) {
+			t.Fatalf("review %d + muted %d != audit %d", len(review.Findings), review.Muted, len(rep.Findings))
+		}
+		for _, g := range GroupFindings(review.Findings) {
+			if len(g.Findings) == 0 || g.Path == "" || !g.Severity.Valid() {
+				t.Fatalf("group %+v", g)
+			}
+		}
 		out, err := SARIF(rep, SARIFOptions{AutomationID: automation, Source: in.Source})
 		if err != nil {
 			if strings.Contains(err.Error(), "automation id") {

@@ -54,6 +54,14 @@ type Options struct {
 	// MaxFindings caps the report; 0 (or less) means DefaultMaxFindings.
 	// Clamped to MaxMaxFindings.
 	MaxFindings int
+	// Profile is ProfileReview (the zero value) or ProfileAudit.
+	Profile Profile
+	// DisabledRules are rules ("tool:rule", features.sast.disabledRules)
+	// whose findings are left out in every profile.
+	DisabledRules []string
+	// TestPath, when set, adds test files (features.sast.testPaths) to
+	// the language conventions of IsTestPath.
+	TestPath func(path string) bool
 }
 
 // Normalise defaults and bounds.
@@ -95,6 +103,11 @@ type Report struct {
 	Dropped int `json:"dropped"`
 	// OutsideChange is how many findings lay outside the change.
 	OutsideChange int `json:"outsideChange"`
+	// Profile is the profile the report was made with.
+	Profile Profile `json:"profile"`
+	// Muted is how many findings on changed lines the profile or the
+	// policy's disabledRules left out.
+	Muted int `json:"muted"`
 }
 
 // Incomplete reports whether anything the scan should have covered was
@@ -139,11 +152,16 @@ func (r *Report) notScanned(n NotScanned) {
 //     Quavon's (lines.go); a finding whose lines cannot be mapped keeps
 //     the tool's numbers and says why in Unmapped;
 //  4. every finding gets a fingerprint (see fingerprint);
-//  5. findings whose lines do not meet a changed range of their file,
-//     widened by ContextLines, are counted in OutsideChange and dropped;
-//     an Unmapped finding in a changed file is always kept;
+//  5. findings whose start line (where the tool places the statement or
+//     expression) is not in a changed range of their file, widened by
+//     ContextLines, are counted in OutsideChange and dropped, so a tool
+//     reporting a long range cannot attach a finding to a changed line it
+//     does not start on; an Unmapped finding in a changed file is always
+//     kept;
 //  6. findings with equal fingerprints are merged;
-//  7. the rest are sorted by severity, path, line, tool and rule, and the
+//  7. the profile (Options.Profile, DisabledRules, TestPath) leaves out
+//     or downgrades findings, counted in Muted (profile.go);
+//  8. the rest are sorted by severity, path, line, tool and rule, and the
 //     first MaxFindings kept; Dropped counts the others.
 func Normalise(in Input, opt Options) Report {
 	ctxLines := min(max(opt.ContextLines, 0), MaxContextLines)
@@ -152,6 +170,9 @@ func Normalise(in Input, opt Options) Report {
 		maxFindings = DefaultMaxFindings
 	}
 	maxFindings = min(maxFindings, MaxMaxFindings)
+	if opt.Profile == "" {
+		opt.Profile = ProfileReview
+	}
 	root := in.Root
 	if root == "" {
 		root = in.Manifest.Root
@@ -169,7 +190,7 @@ func Normalise(in Input, opt Options) Report {
 		}
 	}
 
-	rep := Report{Tools: []ToolRun{}, Findings: []Finding{}, NotScanned: []NotScanned{}}
+	rep := Report{Tools: []ToolRun{}, Findings: []Finding{}, NotScanned: []NotScanned{}, Profile: opt.Profile}
 	for _, n := range in.NotScanned {
 		rep.notScanned(NotScanned{Path: n.Path, Tool: n.Tool, Reason: sanitise(n.Reason, maxRunText)})
 	}
@@ -274,18 +295,29 @@ func Normalise(in Input, opt Options) Report {
 			kept = append(kept, f)
 			continue
 		}
-		if !in.Changed.Contains(f.Path, f.StartLine, f.EndLine, ctxLines) {
+		if !in.Changed.Contains(f.Path, f.StartLine, f.StartLine, ctxLines) {
 			rep.OutsideChange++
 			continue
 		}
 		kept = append(kept, f)
 	}
 	slices.SortStableFunc(kept, compareFindings)
+	var posted []Finding
 	for _, f := range kept {
 		if seen[f.Fingerprint] {
 			continue
 		}
 		seen[f.Fingerprint] = true
+		why, sev := opt.muteReason(f, src.line(f.Path, f.StartLine))
+		if why != "" {
+			rep.Muted++
+			continue
+		}
+		f.Severity = sev
+		posted = append(posted, f)
+	}
+	slices.SortStableFunc(posted, compareFindings) // downgrades move findings
+	for _, f := range posted {
 		if len(rep.Findings) >= maxFindings {
 			rep.Dropped++
 			continue
@@ -483,6 +515,15 @@ func (s *sourceCache) mapLines(f Finding, sc *Scanner) Finding {
 	}
 	f.StartLine, f.EndLine = start, end
 	return f
+}
+
+// line is line n of file p as the tools saw it, "" when unavailable.
+func (s *sourceCache) line(p string, n int) string {
+	ls := s.lines(p)
+	if n < 1 || n > len(ls) {
+		return ""
+	}
+	return string(ls[n-1])
 }
 
 // snippet is the finding's source lines, whitespace collapsed and

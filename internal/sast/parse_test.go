@@ -74,33 +74,33 @@ func TestParseFixtures(t *testing.T) {
 	}{
 		{ToolASTGrep, "ast-grep.jsonl", 9, nil, Finding{
 			RuleID: "quavon-python-pickle-load", Severity: SeverityHigh, Path: "app/we ird.py",
-			StartLine: 5, EndLine: 5, StartColumn: 12, EndColumn: 27,
+			StartLine: 5, EndLine: 5, StartColumn: 12, EndColumn: 27, CWE: "CWE-502", Weakness: "insecure-deserialization",
 			Message: "Data is unpickled; unpickling untrusted data runs arbitrary code.",
 		}},
 		{ToolASTGrep, "ast-grep-metadata.jsonl", 1, nil, Finding{
 			RuleID: "quavon-python-pickle-load", Severity: SeverityHigh, Path: "app/we ird.py",
-			StartLine: 5, EndLine: 5, StartColumn: 12, EndColumn: 27, CWE: "CWE-502",
+			StartLine: 5, EndLine: 5, StartColumn: 12, EndColumn: 27, CWE: "CWE-502", Weakness: "insecure-deserialization",
 			Message: "Data is unpickled; unpickling untrusted data runs arbitrary code.",
 		}},
 		{ToolGitleaks, "gitleaks.json", 2, nil, Finding{
 			RuleID: "generic-api-key", Severity: SeverityHigh, Path: "conf/settings.env",
-			StartLine: 2, EndLine: 2, StartColumn: 2, EndColumn: 45, CWE: "CWE-798",
+			StartLine: 2, EndLine: 2, StartColumn: 2, EndColumn: 45, CWE: "CWE-798", Weakness: "hardcoded-secret",
 			Message: "Possible secret (gitleaks rule generic-api-key): Detected a Generic API Key, potentially exposing access to various services and sensitive operations.",
 		}},
 		{ToolGitleaks, "gitleaks-absolute.json", 2, nil, Finding{
 			RuleID: "generic-api-key", Severity: SeverityHigh, Path: "app/keys.py",
-			StartLine: 1, EndLine: 1, StartColumn: 1, EndColumn: 51, CWE: "CWE-798",
+			StartLine: 1, EndLine: 1, StartColumn: 1, EndColumn: 51, CWE: "CWE-798", Weakness: "hardcoded-secret",
 			Message: "Possible secret (gitleaks rule generic-api-key): Detected a Generic API Key, potentially exposing access to various services and sensitive operations.",
 		}},
 		{ToolBandit, "bandit.json", 8, []string{"app/broken.py: syntax error while parsing AST from file"}, Finding{
 			RuleID: "B602", RuleName: "subprocess_popen_with_shell_equals_true", Severity: SeverityHigh,
-			Path: "app/run.py", StartLine: 7, EndLine: 7, StartColumn: 12, EndColumn: 44, CWE: "CWE-78",
+			Path: "app/run.py", StartLine: 7, EndLine: 7, StartColumn: 12, EndColumn: 44, CWE: "CWE-78", Weakness: "command-injection",
 			Message: "subprocess call with shell=True identified, security issue.",
 			HelpURI: "https://bandit.readthedocs.io/en/1.7.10/plugins/b602_subprocess_popen_with_shell_equals_true.html",
 		}},
 		{ToolBandit, "bandit-1.6.2.json", 6, []string{"app/broken.py: syntax error while parsing AST from file"}, Finding{
-			RuleID: "B403", RuleName: "blacklist", Severity: SeverityLow, Path: "app/we ird.py",
-			StartLine: 1, EndLine: 3,
+			RuleID: "B403", RuleName: "blacklist", Severity: SeverityInfo, Path: "app/we ird.py",
+			StartLine: 1, EndLine: 3, Weakness: "risky-import",
 			Message: "Consider possible security implications associated with pickle module.",
 			HelpURI: "https://bandit.readthedocs.io/en/latest/blacklists/blacklist_imports.html#b403-import-pickle",
 		}},
@@ -109,12 +109,12 @@ func TestParseFixtures(t *testing.T) {
 			"svc/cmd/tool/tool.go:6:10: undefined: undefinedThing",
 		}, Finding{
 			RuleID: "G402", Severity: SeverityHigh, Path: "svc/multi/multi.go",
-			StartLine: 12, EndLine: 14, StartColumn: 10, CWE: "CWE-295",
+			StartLine: 12, EndLine: 14, StartColumn: 10, CWE: "CWE-295", Weakness: "insecure-tls",
 			Message: "TLS MinVersion too low.", HelpURI: "https://cwe.mitre.org/data/definitions/295.html",
 		}},
 		{ToolESLint, "eslint.json", 4, []string{"app/web/broken.js:1:10: Parsing error: Unexpected token ("}, Finding{
-			RuleID: "no-eval", Severity: SeverityMedium, Path: "app/web/app.js",
-			StartLine: 5, EndLine: 5, StartColumn: 10, EndColumn: 14,
+			RuleID: "no-eval", Severity: SeverityHigh, Path: "app/web/app.js",
+			StartLine: 5, EndLine: 5, StartColumn: 10, EndColumn: 14, CWE: "CWE-95", Weakness: "code-injection",
 			Message: "eval can be harmful.", HelpURI: "https://eslint.org/docs/latest/rules/no-eval",
 		}},
 		{ToolRuff, "ruff.json", 6, []string{
@@ -122,7 +122,7 @@ func TestParseFixtures(t *testing.T) {
 			"app/broken.py:1:8: Expected `)`, found newline",
 		}, Finding{
 			RuleID: "S602", Severity: SeverityHigh, Path: "app/run.py",
-			StartLine: 7, EndLine: 7, StartColumn: 12, EndColumn: 27,
+			StartLine: 7, EndLine: 7, StartColumn: 12, EndColumn: 27, CWE: "CWE-78", Weakness: "command-injection",
 			Message: "`subprocess` call with `shell=True` identified, security issue",
 		}},
 	}

@@ -126,7 +126,7 @@ func fixtureSARIF(t testing.TB) (Report, []byte) {
 		"svc/main.go", "svc/multi/multi.go"} {
 		changed[p] = []LineRange{{1, 1000}}
 	}
-	rep := Normalise(fixtureInput(t, changed), Options{MaxFindings: 1000})
+	rep := Normalise(fixtureInput(t, changed), Options{Profile: ProfileAudit, MaxFindings: 1000})
 	out, err := SARIF(rep, SARIFOptions{AutomationID: "quavon/sast/", Source: fixtureSource})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func scanWith(t *testing.T, dir string, lim scan.Limits, opt scan.Options) *scan
 		t.Fatal(err)
 	}
 	if opt.Normalise.MaxFindings == 0 {
-		opt.Normalise = sast.Options{ContextLines: 0, MaxFindings: 500}
+		opt.Normalise = sast.Options{ContextLines: 0, MaxFindings: 500, Profile: sast.ProfileAudit}
 	}
 	out, err := scan.Run(ctx, sharedSandbox(t).Client, plan, opt)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -39,22 +40,27 @@ func ParseFailOn(s string) (int, error) {
 	return 0, fmt.Errorf("--fail-on %q: want critical, high, medium, low, info or none", s)
 }
 
-// Failing counts findings at or above rank.
+// Failing counts findings at or above rank, a weakness reported on one
+// line by several tools once (sast.GroupFindings).
 func (o *Outcome) Failing(rank int) int {
 	n := 0
-	for _, f := range o.Report.Findings {
-		if SeverityRank(f.Severity) >= rank {
+	for _, g := range sast.GroupFindings(o.Report.Findings) {
+		if SeverityRank(g.Severity) >= rank {
 			n++
 		}
 	}
 	return n
 }
 
-// Text writes the findings for a terminal: one line per finding, then each
-// tool's status. Messages are untrusted: control and format characters are
+// Text writes the findings for a terminal: one line per finding (a
+// weakness that several tools report on one line is one finding listing
+// every tool and rule, with the first one's message), then each tool's
+// status. Messages are untrusted: control and format characters are
 // replaced so they cannot move the cursor or fake lines.
 func Text(w io.Writer, o *Outcome) error {
-	for _, f := range o.Report.Findings {
+	groups := sast.GroupFindings(o.Report.Findings)
+	for _, g := range groups {
+		f := g.Findings[0]
 		loc := fmt.Sprintf("%s:%d", f.Path, f.StartLine)
 		if f.StartColumn > 0 {
 			loc += fmt.Sprintf(":%d", f.StartColumn)
@@ -63,12 +69,31 @@ func Text(w io.Writer, o *Outcome) error {
 		if f.Unmapped != "" {
 			msg += " [line as " + string(f.Tool) + " numbers it: " + clean(f.Unmapped) + "]"
 		}
-		if _, err := fmt.Fprintf(w, "%s: %s [%s %s] %s\n", clean(loc), f.Severity, f.Tool, clean(f.RuleID), msg); err != nil {
+		var by []string
+		for _, m := range g.Findings {
+			if r := string(m.Tool) + " " + clean(m.RuleID); !slices.Contains(by, r) {
+				by = append(by, r)
+			}
+		}
+		sev := string(g.Severity)
+		if g.Weakness != "" {
+			sev += " " + string(g.Weakness)
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s [%s] %s\n", clean(loc), sev, strings.Join(by, ", "), msg); err != nil {
 			return err
 		}
 	}
 	r := o.Report
-	fmt.Fprintf(w, "\n%d finding(s) on changed lines", len(r.Findings))
+	fmt.Fprintf(w, "\n%d finding(s) on changed lines", len(groups))
+	if len(groups) != len(r.Findings) {
+		fmt.Fprintf(w, " (%d from the tools)", len(r.Findings))
+	}
+	if r.Profile != "" {
+		fmt.Fprintf(w, ", profile %s", r.Profile)
+	}
+	if r.Muted > 0 {
+		fmt.Fprintf(w, ", %d muted by it (--profile audit shows them)", r.Muted)
+	}
 	if r.Dropped > 0 {
 		fmt.Fprintf(w, ", %d more dropped by the cap", r.Dropped)
 	}

@@ -57,7 +57,15 @@ type Outcome struct {
 	SandboxMillis int64 `json:"sandboxMillis"`
 	// Artefacts holds the Options.ExtraArtefacts the job produced.
 	Artefacts map[string]string `json:"-"`
+	// input is what Report was normalised from, for Normalise.
+	input sast.Input
 }
+
+// Normalise normalises the same scan again with other options (another
+// profile, context or cap): one sandbox job serves both the review
+// profile's findings and the audit profile's SARIF. The source is read
+// through the plan, with the context Run was given.
+func (o *Outcome) Normalise(opt sast.Options) sast.Report { return sast.Normalise(o.input, opt) }
 
 // Incomplete reports whether anything of the change was not fully
 // scanned (sast.Report.Incomplete): a changed file left out, or not fully
@@ -77,8 +85,9 @@ func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (
 	}
 	out := &Outcome{Plan: plan, Artefacts: map[string]string{}}
 	if len(plan.Files) == 0 {
-		rep := sast.Normalise(sast.Input{Files: []string{}, NotScanned: plan.NotScanned, Changed: plan.Changed,
-			Manifest: sast.Manifest{Tools: noFiles(toolsOf(opt))}}, opt.Normalise)
+		out.input = sast.Input{Files: []string{}, NotScanned: plan.NotScanned, Changed: plan.Changed,
+			Manifest: sast.Manifest{Tools: noFiles(toolsOf(opt))}}
+		rep := sast.Normalise(out.input, opt.Normalise)
 		out.Report = &rep
 		return out, nil
 	}
@@ -137,11 +146,12 @@ func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (
 		}
 	}
 	// The manifest's Root is sandbox output: the host uses its own.
-	rep := sast.Normalise(sast.Input{
+	out.input = sast.Input{
 		Manifest: m, Outputs: outputs, Root: SandboxSourceRoot, Changed: plan.Changed, Expected: toolsOf(opt),
 		Files: plan.Files, Exts: plan.exts, NotScanned: plan.NotScanned,
 		Source: func(p string) ([]byte, bool) { return plan.ReadFile(ctx, p) },
-	}, opt.Normalise)
+	}
+	rep := sast.Normalise(out.input, opt.Normalise)
 	out.Report = &rep
 	return out, nil
 }

@@ -1,0 +1,1 @@
+"""A small order service, written the way ordinary Flask projects are."""
