@@ -51,7 +51,7 @@ func guestScript(ops []byte) (s fctest.Script, unverified, exits bool) {
 // is kept stays within the output caps; and a verdict (the exit frame)
 // comes only from a stream of frames that all verify.
 func FuzzGuestOutput(f *testing.F) {
-	run := []byte("\x01\x03Srun\x01\x0e1\x00\x00\x00\x00\x00\x00\x00\x00hello!\x01\x3eR" +
+	run := []byte("\x01\x03Srun\x01\x0e1\x00\x00\x00\x00\x00\x00\x00\x00hello!\x01\x39R" +
 		`{"step":"run","ran":true,"exitCode":0,"durationMillis":1}` + "\x01\x02E{}")
 	f.Add(run)                                                                 // a complete, valid answer
 	f.Add(append([]byte("\x00\x04junk"), run...))                              // garbage first
