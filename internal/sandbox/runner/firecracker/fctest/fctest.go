@@ -22,7 +22,10 @@
 //     none;
 //   - the guest: on InstanceStart it connects to <uds_path>_1024 and does
 //     what the first line of its rootfs file says (Behaviours), the real
-//     entry program's logic for "entry".
+//     entry program's logic for "entry", a Script (Config.Script) for
+//     "script"; for "outside" the test plays the guest with the
+//     OutsideGuest program, which survives the VM's kill and can answer
+//     after it.
 //
 // Everything it sees is logged as JSON lines to <LogDir>/<vm id>.jsonl.
 package fctest
