@@ -176,5 +176,9 @@
 // every built payload against both webhook descriptions (package apidesc).
 // A mismatch fails the test that caused it, in any package. Objects are
 // closed: a property GitHub does not define fails unless apidesc.Exceptions
-// lists it with its reason.
+// lists it with its reason. An error status an operation does not describe
+// (not listed, or listed without a body) passes only where
+// apidesc.ErrorStatuses lists it with its reason (the generic 400, 401, 403
+// and 404 of every route; a few operation-specific ones), and then only
+// with GitHub's error shape.
 package githubfake

@@ -319,7 +319,10 @@ func (s *Server) handleListIssues(c *call) {
 		return
 	}
 	q := c.r.URL.Query()
-	inState := stateFilter(q)
+	inState, ok := c.stateFilter(q, "Issue")
+	if !ok {
+		return
+	}
 	var want []string
 	if l := q.Get("labels"); l != "" {
 		want = strings.Split(l, ",")
@@ -341,10 +344,15 @@ func (s *Server) handleListIssues(c *call) {
 }
 
 // stateFilter reads the list endpoints' state parameter: open (the
-// default), closed or all.
-func stateFilter(q url.Values) func(*Issue) bool {
+// default), closed or all. Any other value is answered 422 Validation
+// Failed, as GitHub does, and ok is false.
+func (c *call) stateFilter(q url.Values, resource string) (inState func(*Issue) bool, ok bool) {
 	state := cmp.Or(q.Get("state"), "open")
-	return func(in *Issue) bool { return state == "all" || in.State == state }
+	if state != "open" && state != "closed" && state != "all" {
+		c.validationFailed("Validation Failed", map[string]any{"value": state, "resource": resource, "field": "state", "code": "invalid"})
+		return nil, false
+	}
+	return func(in *Issue) bool { return state == "all" || in.State == state }, true
 }
 
 func (s *Server) handleCreateIssue(c *call) {
@@ -570,12 +578,16 @@ func (s *Server) handleUpdateComment(c *call) {
 		return
 	}
 	var req struct {
-		Body string `json:"body"`
+		Body *string `json:"body"`
 	}
 	if !c.decode(&req) {
 		return
 	}
-	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, req.Body
+	if req.Body == nil || *req.Body == "" {
+		c.validationFailed("Validation Failed", map[string]any{"resource": "IssueComment", "field": "body", "code": "missing_field"})
+		return
+	}
+	in.Comments[i].prevBody, in.Comments[i].Body = in.Comments[i].Body, *req.Body
 	in.Comments[i].updated = s.now()
 	r.emitComment(in, id, "edited", c.actor().Login)
 	c.json(http.StatusOK, s.commentJSON(r, in, in.Comments[i]))
@@ -652,7 +664,10 @@ func (s *Server) handleListPulls(c *call) {
 		return
 	}
 	q := c.r.URL.Query()
-	inState := stateFilter(q)
+	inState, ok := c.stateFilter(q, "PullRequest")
+	if !ok {
+		return
+	}
 	list := []any{}
 	for _, in := range r.sortedIssues() {
 		pr := in.PullRequest

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -438,9 +437,10 @@ func (s *Server) finish(w http.ResponseWriter, c *call) {
 
 // checkAnswer holds every answer to GitHub's description of its route: the
 // operation's documented response for that status, or GitHub's generic
-// error shape for an error status the operation does not list (401 Bad
-// credentials, for one, is possible everywhere). Injected faults and
-// GraphQL are not checked.
+// error shape for an error status the operation does not describe and
+// apidesc.ErrorStatuses lists with its reason (401 Bad credentials, for
+// one, is possible everywhere). Injected faults and GraphQL are not
+// checked.
 func (s *Server) checkAnswer(c *call) {
 	if s.desc == nil || c.fault || c.r.URL.Path == "/graphql" {
 		return
@@ -457,9 +457,6 @@ func (s *Server) checkAnswer(c *call) {
 		err = s.desc.CheckError(c.status, body)
 	} else {
 		err = s.desc.CheckResponse(c.op, c.status, body)
-		if errors.Is(err, apidesc.ErrUndocumented) && c.status >= 400 && s.desc.HasOperation(c.op) {
-			err = s.desc.CheckError(c.status, body)
-		}
 	}
 	if err != nil {
 		s.tb.Errorf("githubfake: %s %s answered %d, which GitHub's description (%s) does not allow: %v\nbody: %.3000s",

@@ -202,25 +202,27 @@ var ErrUndocumented = errors.New("not in GitHub's description")
 func (d *Descriptions) HasOperation(operationID string) bool { _, ok := d.ops[operationID]; return ok }
 
 // CheckResponse validates body, the answer with status to operationID,
-// against the documented response. A status the operation does not
-// document is ErrUndocumented; callers decide which generic error shapes
-// they accept (see CheckError).
+// against the documented response. An error status the description does
+// not describe there is checked against GitHub's generic error shapes
+// (CheckError) when ErrorStatuses lists it, and refused otherwise; any
+// other status the operation does not document is ErrUndocumented.
 func (d *Descriptions) CheckResponse(operationID string, status int, body []byte) error {
 	statuses, ok := d.ops[operationID]
 	if !ok {
 		return fmt.Errorf("operation %s: %w", operationID, ErrUndocumented)
 	}
 	key, ok := statuses[strconv.Itoa(status)]
-	if !ok {
-		return fmt.Errorf("operation %s status %d: %w", operationID, status, ErrUndocumented)
+	if key == "" && status >= 400 && errorStatusListed(operationID, status) {
+		// GitHub's generic error body where the description has none
+		// (ErrorStatuses says why).
+		return d.CheckError(status, body)
 	}
-	if key == "" {
-		if status >= 400 {
-			// GitHub documents no body for a few error statuses
-			// (upload-sarif 400/413, delete-ref 422) but sends its error
-			// body there as everywhere.
-			return d.CheckError(status, body)
-		}
+	switch {
+	case !ok:
+		return fmt.Errorf("operation %s status %d: %w (nor in apidesc.ErrorStatuses)", operationID, status, ErrUndocumented)
+	case key == "" && status >= 400:
+		return fmt.Errorf("operation %s status %d: documented without a body, and not in apidesc.ErrorStatuses", operationID, status)
+	case key == "":
 		if len(bytes.TrimSpace(body)) != 0 {
 			return fmt.Errorf("operation %s status %d: GitHub sends no body, got %d bytes", operationID, status, len(body))
 		}

@@ -3,6 +3,7 @@ package apidesc
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -65,7 +66,66 @@ var Exceptions = []Exception{
 		Reason: "a repository transferred from an organization names it under changes.owner.from.organization (as @octokit/openapi-webhooks describes); the community schema knows only user"},
 }
 
+// ErrorStatus is an error status at which the emulator answers with
+// GitHub's generic error body (basic-error; validation-error or
+// validation-error-simple for 422) although the operation's description
+// does not describe that answer: it does not list the status, or lists it
+// without a body. Op "" stands for every operation. Any other error
+// status an operation does not document fails the check.
+type ErrorStatus struct {
+	Op     string
+	Status int
+	Reason string
+}
+
+// ErrorStatuses lists every such departure, with the reason GitHub's
+// description is incomplete there.
+var ErrorStatuses = []ErrorStatus{
+	{Status: 400, Reason: `a write whose body is not JSON is answered 400 "Problems parsing JSON" on every route; the description lists 400 on few operations`},
+	{Status: 401, Reason: `a missing, expired or revoked token is answered 401 "Requires authentication" or "Bad credentials" on every route; the description lists 401 on few operations`},
+	{Status: 403, Reason: `a token without the permission a route needs is answered 403 "Resource not accessible by integration", and a write to an archived repository 403 "Repository was archived so is read-only", on every route; the description lists 403 on some operations only`},
+	{Status: 404, Reason: `a repository, installation or object the token cannot see is answered 404 "Not Found" on every route (GitHub hides what it will not show); the description lists 404 on some operations only`},
+	{Op: "checks/create", Status: 422, Reason: `an invalid check run (a conclusion or status outside the enum, completed without a conclusion, an output without title and summary, a head_sha that is no commit) is answered 422 Validation Failed; the description lists 201 only`},
+	{Op: "checks/update", Status: 422, Reason: `as for checks/create: an invalid conclusion, status or output is answered 422 Validation Failed; the description lists 200 only`},
+	{Op: "checks/list-for-ref", Status: 422, Reason: `a ref that names no commit is answered 422 "No commit found for SHA"; the description lists 200 only`},
+	{Op: "code-scanning/upload-sarif", Status: 422, Reason: `a commit_sha or ref that does not match the documented pattern is answered 422 Validation Failed; the description lists 400, 403, 404, 413 and 503`},
+	{Op: "code-scanning/upload-sarif", Status: 400, Reason: `documented without a body ("the sarif field is invalid"); GitHub sends its error body there as everywhere`},
+	{Op: "code-scanning/upload-sarif", Status: 413, Reason: `documented without a body ("the sarif field is too large"); GitHub sends its error body there as everywhere`},
+	{Op: "code-scanning/get-sarif", Status: 404, Reason: `documented without a body ("not found if the sarif id does not match any upload"); GitHub sends its error body there as everywhere`},
+	{Op: "git/delete-ref", Status: 422, Reason: `documented without a body ("validation failed, an attempt was made to delete a ref that does not exist"); GitHub sends "Reference does not exist" in its error body`},
+}
+
+// errorStatusListed reports whether ErrorStatuses lets op answer status
+// with a generic error body.
+func errorStatusListed(op string, status int) bool {
+	return slices.ContainsFunc(ErrorStatuses, func(e ErrorStatus) bool { return e.Status == status && (e.Op == "" || e.Op == op) })
+}
+
+// checkErrorStatuses refuses an entry GitHub's description makes
+// unnecessary or that names no operation.
+func checkErrorStatuses(d *Descriptions) error {
+	for _, e := range ErrorStatuses {
+		if e.Status < 400 || e.Status > 599 || len(e.Reason) < 20 {
+			return fmt.Errorf("error status exception %s %d: an error status and a reason", e.Op, e.Status)
+		}
+		if e.Op == "" {
+			continue
+		}
+		statuses, ok := d.ops[e.Op]
+		if !ok {
+			return fmt.Errorf("error status exception %s %d: no such operation", e.Op, e.Status)
+		}
+		if key, ok := statuses[strconv.Itoa(e.Status)]; ok && key != "" {
+			return fmt.Errorf("error status exception %s %d: documented with a body already; drop the exception", e.Op, e.Status)
+		}
+	}
+	return nil
+}
+
 func applyExceptions(d *Descriptions) error {
+	if err := checkErrorStatuses(d); err != nil {
+		return err
+	}
 	for _, e := range Exceptions {
 		doc, defs := d.rest, asMap(d.rest["$defs"])
 		switch e.Doc {

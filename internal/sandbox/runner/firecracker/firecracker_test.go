@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/frame"
 	"github.com/quavon/quavon/internal/sandbox/runner"
 	"github.com/quavon/quavon/internal/sandbox/runner/firecracker"
@@ -170,6 +171,13 @@ func TestHostileGuests(t *testing.T) {
 	e := newEnv(t, fctest.Config{}, nil)
 	short := limits()
 	short.WallClockSeconds = 3
+	// The outside guest answers with a complete, authenticated verdict,
+	// but only after the VM was killed at the wall clock.
+	late := fctest.Script{{WaitKill: true},
+		{Frame: &fctest.Frame{Type: frame.TypeStart, Payload: []byte(frame.StepRun)}},
+		{Frame: &fctest.Frame{Type: frame.TypeStdout, Payload: []byte("late answer"), Repeat: 1}},
+		{Frame: &fctest.Frame{Type: frame.TypeResult, Payload: []byte(`{"step":"run","ran":true,"exitCode":0,"durationMillis":1}`)}},
+		{Frame: &fctest.Frame{Type: frame.TypeExit, Payload: []byte(`{}`)}}}
 	cases := []struct {
 		behaviour string
 		limits    bool
@@ -205,6 +213,14 @@ func TestHostileGuests(t *testing.T) {
 				t.Errorf("twoconn: %v %v", o.err, o.perr)
 			}
 		}},
+		{fctest.GuestOutside, true, func(t *testing.T, o outcome) {
+			// Nothing of the late answer counts: no verdict, no result, no
+			// output; the job timed out.
+			if o.err != nil || !o.res.TimedOut || o.out.Exit != nil || len(o.out.Results) != 0 || len(o.out.Started) != 0 ||
+				strings.Contains(o.out.Files[frame.StdoutName], "late") {
+				t.Errorf("outside: %v %+v exit %+v results %v started %v stdout %q", o.err, o.res, o.out.Exit, o.out.Results, o.out.Started, o.out.Files[frame.StdoutName])
+			}
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.behaviour, func(t *testing.T) {
@@ -212,7 +228,19 @@ func TestHostileGuests(t *testing.T) {
 			if c.limits {
 				j.limits = short
 			}
+			var outside func() map[string]any
+			if c.behaviour == fctest.GuestOutside {
+				outside = e.outside(t, late)
+			}
 			c.check(t, e.run(t, j))
+			if outside != nil {
+				// The outside guest got the boot preamble and the hello,
+				// waited for the kill and then answered: it did reach the
+				// point of answering late.
+				if got := outside(); got["played"] != true {
+					t.Errorf("the outside guest did not answer: %v", got)
+				}
+			}
 		})
 	}
 	for id, lines := range e.logEntries(t) {
@@ -221,6 +249,25 @@ func TestHostileGuests(t *testing.T) {
 				t.Errorf("%s: a second vsock connection reached the host", id)
 			}
 		}
+	}
+	if left := e.leftovers(t); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestResultNamesRuntime: a job's result names the pinned Firecracker and
+// jailer versions ("firecracker X (jailer Y)"), through the executor as
+// the runner assembles it.
+func TestResultNamesRuntime(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fctest.Config{JailerVersion: "1.12.0"}, nil)
+	const want = "firecracker " + fakeVersion + " (jailer 1.12.0)"
+	if got := e.backend.Runtime(); got != want {
+		t.Fatalf("Runtime() = %q, want %q", got, want)
+	}
+	res := e.execute(t, fctest.GuestEntry, "echo ok")
+	if res.Status != sandbox.StatusCompleted || res.Runtime != want {
+		t.Fatalf("result %+v: runtime %q, want %q", res, res.Runtime, want)
 	}
 	if left := e.leftovers(t); len(left) > 0 {
 		t.Errorf("left behind: %v", left)

@@ -3,6 +3,7 @@ package firecracker_test
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -24,6 +26,7 @@ import (
 	"github.com/quavon/quavon/internal/sandbox/runner"
 	"github.com/quavon/quavon/internal/sandbox/runner/firecracker"
 	"github.com/quavon/quavon/internal/sandbox/runner/firecracker/fctest"
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/snapshot"
 	"github.com/quavon/quavon/internal/testenv"
 )
@@ -41,7 +44,9 @@ const fakeVersion = "1.13.1"
 // class per guest behaviour (byo:<behaviour>).
 type env struct {
 	dir, base, cgroup, logDir string
+	script                    string // the GuestScript guest's script
 	backend                   *firecracker.Backend
+	images                    *runner.Lockfile
 	logs                      *testenv.LogBuffer
 	cmds                      *recorder
 }
@@ -72,10 +77,10 @@ func refOf(name string) string {
 }
 
 var behaviours = []string{fctest.GuestEntry, fctest.GuestGarbage, fctest.GuestHuge, fctest.GuestMute, fctest.GuestNoConnect,
-	fctest.GuestCrash, fctest.GuestTwoConn, fctest.GuestOutside}
+	fctest.GuestCrash, fctest.GuestTwoConn, fctest.GuestOutside, fctest.GuestScript}
 
-// fakeFiles writes the fake binaries, kernel, rootfs files and both
-// lockfiles into dir.
+// fakeFiles writes the fake binaries (jailer, firecracker and the outside
+// guest), kernel, rootfs files and both lockfiles into dir.
 func fakeFiles(t testing.TB, dir string, fake fctest.Config) (*firecracker.Lock, *runner.Lockfile) {
 	t.Helper()
 	self, err := os.ReadFile(os.Args[0])
@@ -84,10 +89,11 @@ func fakeFiles(t testing.TB, dir string, fake fctest.Config) (*firecracker.Lock,
 	}
 	bin := filepath.Join(dir, "bin")
 	lock := &firecracker.Lock{Version: 1}
-	lock.Jailer = firecracker.Binary{Version: fakeVersion, Artefact: firecracker.Artefact{Path: filepath.Join(bin, "jailer")}}
+	lock.Jailer = firecracker.Binary{Version: cmp.Or(fake.JailerVersion, fakeVersion), Artefact: firecracker.Artefact{Path: filepath.Join(bin, "jailer")}}
 	lock.Jailer.SHA256 = writeRO(t, lock.Jailer.Path, self, 0o555)
 	lock.Firecracker = firecracker.Binary{Version: fakeVersion, Artefact: firecracker.Artefact{Path: filepath.Join(bin, "firecracker")}}
 	lock.Firecracker.SHA256 = writeRO(t, lock.Firecracker.Path, self, 0o555)
+	writeRO(t, filepath.Join(bin, fctest.OutsideGuest), self, 0o555)
 	fj, _ := json.Marshal(fake)
 	os.WriteFile(filepath.Join(bin, "fake.json"), fj, 0o644)
 	lock.Kernel = firecracker.Kernel{Artefact: firecracker.Artefact{Path: filepath.Join(dir, "store", "vmlinux")}, ConfigSHA256: strings.Repeat("0", 64)}
@@ -103,11 +109,9 @@ func fakeFiles(t testing.TB, dir string, fake fctest.Config) (*firecracker.Lock,
 	return lock, images
 }
 
-func newEnv(t *testing.T, fake fctest.Config, mutate func(*firecracker.Config)) *env {
+func newEnv(t testing.TB, fake fctest.Config, mutate func(*firecracker.Config)) *env {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the fake jailer switches to the VM's uid as the real one does (scripts/test runs as root)")
-	}
+	testenv.Root(t, "the fake jailer switches to the VM's uid as the real one does")
 	dir, err := os.MkdirTemp("", "fc")
 	if err != nil {
 		t.Fatal(err)
@@ -119,8 +123,10 @@ func newEnv(t *testing.T, fake fctest.Config, mutate func(*firecracker.Config)) 
 	os.MkdirAll(e.cgroup, 0o755)
 	os.MkdirAll(e.logDir, 0o777)
 	os.Chmod(e.logDir, 0o777)
-	fake.Version, fake.CgroupRoot, fake.LogDir = fakeVersion, e.cgroup, e.logDir
+	e.script = filepath.Join(dir, "script.json")
+	fake.Version, fake.CgroupRoot, fake.LogDir, fake.Script = fakeVersion, e.cgroup, e.logDir, e.script
 	lock, images := fakeFiles(t, dir, fake)
+	e.images = images
 	first := int(uidBase.Add(16)) - 16
 	cfg := firecracker.Config{Lock: lock, Images: images, KVMDevice: "/dev/kvm", ProbeKVM: func(string) error { return nil },
 		ChrootBase: e.base, UIDFirst: first, UIDLast: first + 3, CgroupParent: "quavon-sandbox", CgroupRoot: e.cgroup,
@@ -158,7 +164,7 @@ type outcome struct {
 	err  error
 }
 
-func (e *env) run(t *testing.T, j job) outcome {
+func (e *env) run(t testing.TB, j job) outcome {
 	t.Helper()
 	if j.limits == (sandbox.Limits{}) {
 		j.limits = limits()
@@ -205,7 +211,7 @@ func (e *env) run(t *testing.T, j job) outcome {
 }
 
 // logEntries returns the fake's log lines of every VM, by VM id.
-func (e *env) logEntries(t *testing.T) map[string][]map[string]any {
+func (e *env) logEntries(t testing.TB) map[string][]map[string]any {
 	t.Helper()
 	out := map[string][]map[string]any{}
 	files, _ := filepath.Glob(filepath.Join(e.logDir, "*.jsonl"))
@@ -239,7 +245,7 @@ func entriesOf(lines []map[string]any, kind string) []any {
 
 // leftovers lists what is left below the chroot base and the cgroup
 // parent.
-func (e *env) leftovers(t *testing.T) []string {
+func (e *env) leftovers(t testing.TB) []string {
 	t.Helper()
 	var left []string
 	for _, pattern := range []string{filepath.Join(e.base, "firecracker", "*"), filepath.Join(e.cgroup, "quavon-sandbox", "quavon-*")} {
@@ -282,3 +288,118 @@ type sink struct {
 }
 
 func (s sink) Refused() <-chan struct{} { return s.done }
+
+// outside plays the guest of the next GuestOutside VM from outside it: it
+// waits for the VM's vsock listener and pid file, then runs the fake's
+// OutsideGuest program as the VM's uid (the host accepts no other) with
+// script. The returned function waits for the program and returns its
+// log entry.
+func (e *env) outside(t testing.TB, script fctest.Script) func() map[string]any {
+	t.Helper()
+	path := filepath.Join(e.dir, "outside.json")
+	if err := fctest.WriteScript(path, script); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan map[string]any, 1)
+	go func() {
+		var sock, pidFile string
+		for i := 0; i < 1000 && pidFile == ""; i++ {
+			socks, _ := filepath.Glob(filepath.Join(e.base, "firecracker", "quavon-*", "root", "v.sock_1024"))
+			for _, s := range socks {
+				if p := filepath.Join(filepath.Dir(s), "firecracker.pid"); fileExists(p) {
+					sock, pidFile = s, p
+				}
+			}
+			sleep()
+		}
+		if pidFile == "" {
+			done <- map[string]any{"error": "no VM appeared"}
+			return
+		}
+		fi, err := os.Stat(sock)
+		pid, _ := os.ReadFile(pidFile)
+		if err != nil {
+			done <- map[string]any{"error": err.Error()}
+			return
+		}
+		uid := fi.Sys().(*syscall.Stat_t).Uid
+		vmID := filepath.Base(filepath.Dir(filepath.Dir(sock)))
+		logFile := filepath.Join(e.logDir, vmID+".jsonl")
+		c := exec.Command(filepath.Join(e.dir, "bin", fctest.OutsideGuest), sock, strings.TrimSpace(string(pid)), path, logFile)
+		c.Env = []string{}
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid, Groups: []uint32{}}}
+		out, err := c.CombinedOutput()
+		if err != nil {
+			done <- map[string]any{"error": fmt.Sprintf("%v: %s", err, out)}
+			return
+		}
+		lines := e.logEntries(t)[vmID]
+		got := entriesOf(lines, "outside")
+		if len(got) != 1 {
+			done <- map[string]any{"error": fmt.Sprintf("%d log entries", len(got))}
+			return
+		}
+		done <- got[0].(map[string]any)
+	}()
+	return func() map[string]any {
+		select {
+		case got := <-done:
+			return got
+		case <-time.After(time.Minute):
+			return map[string]any{"error": "the outside guest did not finish"}
+		}
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// execute runs a job of behaviour's image class through the runner's
+// executor (snapshots through Valkey, the output parsed and assembled into
+// the result) on the backend.
+func (e *env) execute(t testing.TB, behaviour, run string) *sandbox.SandboxResult {
+	t.Helper()
+	admin := testenv.Valkey(t, testenv.UserControlPlane)
+	pool := testenv.Pool(t, admin)
+	names, err := valkeyq.NamesFor(pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := sandbox.NewKey(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := sandbox.NewKeyRing(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs, err := valkeyq.NewBlobStore(admin, valkeyq.BlobConfig{Names: names, Keys: keys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := runner.NewExecutor(runner.ExecutorConfig{Backend: e.backend, Images: e.images, Blobs: blobs, Ceiling: limits(),
+		Log: slog.New(slog.NewJSONHandler(e.logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := t.TempDir()
+	os.WriteFile(filepath.Join(src, "README"), []byte("hello\n"), 0o644)
+	snap, _, err := snapshot.Build(src, snapshot.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := blobs.Store(context.Background(), "tenant-a", snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	job := &sandbox.SandboxJob{ID: "job-exec-" + behaviour, Pool: pool, TenantID: "tenant-a", Purpose: sandbox.PurposeFixTest,
+		ImageClass: "byo:" + behaviour, Base: ref, RunCommand: run, Egress: sandbox.Egress{Mode: sandbox.EgressNone},
+		Limits: limits(), IssuedAt: now, NotAfter: now.Add(time.Minute)}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := ex.Run(ctx, job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}

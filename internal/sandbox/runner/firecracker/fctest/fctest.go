@@ -22,7 +22,10 @@
 //     none;
 //   - the guest: on InstanceStart it connects to <uds_path>_1024 and does
 //     what the first line of its rootfs file says (Behaviours), the real
-//     entry program's logic for "entry".
+//     entry program's logic for "entry", a Script (Config.Script) for
+//     "script"; for "outside" the test plays the guest with the
+//     OutsideGuest program, which survives the VM's kill and can answer
+//     after it.
 //
 // Everything it sees is logged as JSON lines to <LogDir>/<vm id>.jsonl.
 package fctest
@@ -30,6 +33,7 @@ package fctest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -62,6 +66,10 @@ type Config struct {
 	// NoSeccomp: Firecracker runs without its filters (as with
 	// --no-seccomp), which the runner must refuse.
 	NoSeccomp bool `json:"noSeccomp,omitempty"`
+	// JailerVersion is the jailer's --version (default Version).
+	JailerVersion string `json:"jailerVersion,omitempty"`
+	// Script is the file a GuestScript guest plays (a JSON Script).
+	Script string `json:"script,omitempty"`
 }
 
 // Guest behaviours: the first line of a rootfs file.
@@ -73,8 +81,19 @@ const (
 	GuestNoConnect = "noconnect" // never connects
 	GuestCrash     = "crash"     // the VM dies after the preamble
 	GuestTwoConn   = "twoconn"   // a second connection, then entry
-	GuestOutside   = "outside"   // the test connects instead (Late)
+	GuestOutside   = "outside"   // the test connects instead (OutsideGuest)
+	GuestScript    = "script"    // plays Config.Script after the hello
 )
+
+// OutsideGuest is the file name under which the fake binary is the guest
+// of a GuestOutside VM, run by the test as the VM's uid:
+//
+//	guest <vsock listener> <VM pid> <script> <log file>
+//
+// It connects, reads the boot preamble and the hello, and plays the
+// script; unlike a guest inside the VM it survives the VM's kill, so it
+// can answer afterwards (Op.WaitKill).
+const OutsideGuest = "guest"
 
 const configEnv = "QUAVON_FAKE_FC_CONFIG"
 
@@ -86,6 +105,8 @@ func Main() {
 		os.Exit(jailerMain())
 	case name == "firecracker":
 		os.Exit(firecrackerMain())
+	case name == OutsideGuest:
+		os.Exit(outsideMain())
 	}
 }
 
@@ -131,7 +152,7 @@ func jailerMain() int {
 	}
 	args := os.Args[1:]
 	if len(args) == 1 && args[0] == "--version" {
-		fmt.Printf("Jailer v%s\n", strings.TrimPrefix(cfg.Version, "v"))
+		fmt.Printf("Jailer v%s\n", strings.TrimPrefix(cmp.Or(cfg.JailerVersion, cfg.Version), "v"))
 		return 0
 	}
 	if len(os.Environ()) != 0 {
@@ -618,6 +639,20 @@ func (s *fc) guest(behaviour, path string) {
 		select {}
 	case GuestCrash:
 		os.Exit(3)
+	case GuestScript:
+		key, err := frame.ReadHello(br)
+		if err != nil {
+			os.Exit(1)
+		}
+		script, err := LoadScript(s.cfg.Script)
+		if err != nil {
+			s.lg.log("guest-error", err.Error())
+			os.Exit(1)
+		}
+		sent, err := script.Play(conn, br, key, -1)
+		s.lg.log("script", map[string]any{"sent": sent, "err": fmt.Sprint(err)})
+		conn.Close()
+		os.Exit(0)
 	case GuestTwoConn:
 		c2, err := net.Dial("unix", path)
 		s.lg.log("second-connection", map[string]any{"refused": err != nil})
