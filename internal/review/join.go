@@ -136,7 +136,7 @@ var ruleWeakness = map[string]string{
 	"ruff:S301": "CWE-502", "ruff:S307": "CWE-78", "ruff:S311": "CWE-330", "ruff:S324": "CWE-327",
 	"ruff:S501": "CWE-295", "ruff:S506": "CWE-20", "ruff:S602": "CWE-78", "ruff:S603": "CWE-78",
 	"ruff:S604": "CWE-78", "ruff:S605": "CWE-78", "ruff:S607": "CWE-78", "ruff:S608": "CWE-89",
-	"ruff:S701": "CWE-94",
+	"ruff:S701":      "CWE-94",
 	"eslint:no-eval": "CWE-95", "eslint:no-implied-eval": "CWE-95", "eslint:no-new-func": "CWE-95",
 	"eslint:security/detect-eval-with-expression": "CWE-95", "eslint:security/detect-child-process": "CWE-78",
 	"eslint:security/detect-non-literal-fs-filename": "CWE-22", "eslint:security/detect-unsafe-regex": "CWE-1333",

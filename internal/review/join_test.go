@@ -75,7 +75,7 @@ func TestJoin(t *testing.T) {
 	scanners := []sast.Finding{
 		det(sast.ToolBandit, "B605", "CWE-78", 4, sast.SeverityHigh, strings.Repeat("b", 32)),
 		det(sast.ToolRuff, "S605", "", 4, sast.SeverityMedium, strings.Repeat("a", 32)),
-		det(sast.ToolASTGrep, "py-style", "", 4, sast.SeverityLow, strings.Repeat("c", 32)), // no weakness: alone
+		det(sast.ToolASTGrep, "py-style", "", 4, sast.SeverityLow, strings.Repeat("c", 32)),   // no weakness: alone
 		det(sast.ToolBandit, "B605", "CWE-78", 9, sast.SeverityHigh, strings.Repeat("d", 32)), // other line: alone
 	}
 	model := []Finding{
@@ -117,7 +117,7 @@ func TestClassify(t *testing.T) {
 	shown := map[string]FindingStatus{strings.Repeat("1", 32): FindingPosted, strings.Repeat("2", 32): FindingDismissed}
 	prev := []StoredFinding{
 		{Finding: withStatus(f("1", "os.system(cmd)", SourceLLM), FindingPosted)},
-		{Finding: withStatus(f("4", "return 1", SourceLLM), FindingPosted)},         // still there: carried over
+		{Finding: withStatus(f("4", "return 1", SourceLLM), FindingPosted)},           // still there: carried over
 		{Finding: withStatus(f("5", "subprocess.call(x)", SourceLLM), FindingPosted)}, // code gone: resolved
 		{Finding: withStatus(f("6", "", SourceSAST), FindingPosted)},                  // bandit ran clean: resolved
 		{Finding: withStatus(gosec(f("7", "", SourceSAST)), FindingPosted)},           // gosec failed: stays

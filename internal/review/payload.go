@@ -60,7 +60,7 @@ type PayloadFinding struct {
 // PayloadSAST is the scanners' part.
 type PayloadSAST struct {
 	// Failed says why the scanner job did not run or return.
-	Failed string            `json:"failed,omitempty"`
+	Failed string           `json:"failed,omitempty"`
 	Tools  []PayloadToolRun `json:"tools"`
 }
 
