@@ -105,7 +105,7 @@ func TestRepositoryEventsAreStoredWithTheirJob(t *testing.T) {
 
 	got := take(t, w, &seen)
 	want := map[string]string{
-		"review pull_request.opened": "ignored", "fixer pull_request.opened": "ignored",
+		"review pull_request.opened": "processed", "fixer pull_request.opened": "ignored",
 		"review pull_request.synchronize": "processed", "fixer pull_request.synchronize": "ignored",
 		"review issues.opened": "ignored", "fixer issues.opened": "ignored",
 		"review issues.labeled": "ignored", "fixer issues.labeled": "ignored",
@@ -125,10 +125,10 @@ func TestRepositoryEventsAreStoredWithTheirJob(t *testing.T) {
 	}
 	events, jobs := stored(t, w, tenant)
 	wantEvents := []string{
-		fmt.Sprintf("review pull_request.synchronize #%d", pr), fmt.Sprintf("fixer issues.closed #%d", n),
+		fmt.Sprintf("review pull_request.opened #%d", pr), fmt.Sprintf("review pull_request.synchronize #%d", pr), fmt.Sprintf("fixer issues.closed #%d", n),
 		fmt.Sprintf("review pull_request.closed #%d", pr),
 	}
-	wantJobs := []string{"pull_request_event review available", "issue_event fix available", "pull_request_event review available"}
+	wantJobs := []string{"pull_request_event review available", "pull_request_event review available", "issue_event fix available", "pull_request_event review available"}
 	if fmt.Sprint(events) != fmt.Sprint(wantEvents) || fmt.Sprint(jobs) != fmt.Sprint(wantJobs) {
 		t.Fatalf("stored events %v with jobs %v\nwant %v with %v", events, jobs, wantEvents, wantJobs)
 	}

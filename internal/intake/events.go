@@ -70,11 +70,14 @@ type route struct {
 // labeled, issue_comment created) get routes with the review runs and the
 // fix agent.
 var routes = map[string]route{
-	"pull_request.synchronize": {[]github.AppKind{github.AppReview}, prJob},
-	"pull_request.closed":      {[]github.AppKind{github.AppReview}, prJob},
-	"issues.closed":            {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.transferred":       {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.deleted":           {[]github.AppKind{github.AppFixer}, issueJob},
+	"pull_request.opened":           {[]github.AppKind{github.AppReview}, prJob},
+	"pull_request.reopened":         {[]github.AppKind{github.AppReview}, prJob},
+	"pull_request.ready_for_review": {[]github.AppKind{github.AppReview}, prJob},
+	"pull_request.synchronize":      {[]github.AppKind{github.AppReview}, prJob},
+	"pull_request.closed":           {[]github.AppKind{github.AppReview}, prJob},
+	"issues.closed":                 {[]github.AppKind{github.AppFixer}, issueJob},
+	"issues.transferred":            {[]github.AppKind{github.AppFixer}, issueJob},
+	"issues.deleted":                {[]github.AppKind{github.AppFixer}, issueJob},
 }
 
 func prJob(a EventArgs) river.JobArgs    { return PullRequestEventArgs(a) }

@@ -4,7 +4,9 @@
 //
 // The jobs it works today:
 //
-//	review       pull_request_event  pull_request synchronize and closed (internal/intake/handle)
+//	review       pull_request_event  pull_request opened, reopened, ready_for_review, synchronize
+//	                                 and closed (internal/intake/handle): queue and supersede review runs
+//	             review_run          one review run (internal/review/job), with Options.Review
 //	fix          issue_event         issues closed, transferred, deleted (internal/intake/handle)
 //	maintenance  retention_sweep     hourly and at start (internal/retention)
 //	             approval_expiry     every minute and at start (internal/fix)
@@ -38,6 +40,7 @@ import (
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/retention"
+	reviewjob "github.com/quavon/quavon/internal/review/job"
 )
 
 // Intervals of the periodic maintenance jobs.
@@ -58,18 +61,33 @@ type Service struct {
 	grace  time.Duration
 }
 
+// Options are the parts of the worker that need more than the database.
+type Options struct {
+	// Review runs review runs (review_run jobs) with these collaborators;
+	// nil: pull request events queue no review run.
+	Review *reviewjob.Deps
+}
+
 // workers registers every job kind the worker runs.
-func workers(db *postgres.DB) *river.Workers {
+func workers(db *postgres.DB, opt Options) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &retention.Worker{DB: db})
 	river.AddWorker(w, &fix.ExpiryWorker{DB: db})
-	river.AddWorker(w, &handle.PullRequestEventWorker{DB: db})
+	river.AddWorker(w, &handle.PullRequestEventWorker{DB: db, Reviews: opt.Review != nil})
+	if opt.Review != nil {
+		river.AddWorker(w, &reviewjob.Worker{DB: db, Deps: *opt.Review})
+	}
 	river.AddWorker(w, &handle.IssueEventWorker{DB: db})
 	return w
 }
 
 // New connects and builds the River client.
 func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Service, error) {
+	return NewWith(ctx, cfg, log, Options{})
+}
+
+// NewWith is New with opt's parts.
+func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt Options) (*Service, error) {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -91,7 +109,7 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 			queues.Fix:         {MaxWorkers: wc.FixConcurrency},
 			queues.Maintenance: {MaxWorkers: wc.MaintenanceConcurrency},
 		},
-		Workers: workers(db),
+		Workers: workers(db, opt),
 		PeriodicJobs: []*river.PeriodicJob{
 			retention.PeriodicJob(RetentionInterval),
 			fix.ExpiryPeriodicJob(ExpiryInterval),
