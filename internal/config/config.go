@@ -297,6 +297,24 @@ func LoadScan(environ []string) (ScanConfig, error) {
 	return c, r.err()
 }
 
+// ReviewConfig is `quavon review`'s view: the scan's sandbox and the model.
+type ReviewConfig struct {
+	Scan ScanConfig
+	LLM  LLM
+}
+
+// LoadReview reads `quavon review`'s settings.
+func LoadReview(environ []string) (ReviewConfig, error) {
+	r, err := newReader(ServiceReview, environ)
+	if err != nil {
+		return ReviewConfig{}, err
+	}
+	core := r.core()
+	c := ReviewConfig{Scan: ScanConfig{Core: core, Snapshots: r.snapshots(), Runner: r.runner(core)}, LLM: r.llm()}
+	c.Scan.Warnings = r.warnings
+	return c, r.err()
+}
+
 // LoadMigrate reads the database commands' settings.
 func LoadMigrate(environ []string) (MigrateConfig, error) {
 	r, err := newReader(ServiceMigrate, environ)

@@ -28,6 +28,9 @@ const (
 	ServiceKeys Service = "quavon keys"
 	// ServiceLLM is `quavon llm probe` (and the CLI's local model runs).
 	ServiceLLM Service = "quavon llm"
+	// ServiceReview is `quavon review`: `quavon scan`'s sandbox and the
+	// configured review model.
+	ServiceReview Service = "quavon review"
 )
 
 // group is a set of settings that belong together and are read together.
@@ -67,6 +70,7 @@ var serviceGroups = map[Service][]group{
 	ServiceMigrate: {gCore, gDatabase},
 	ServiceKeys:    {gCore, gSandboxKeys},
 	ServiceLLM:     {gCore, gLLM},
+	ServiceReview:  {gCore, gSnapshot, gRunner, gLLM},
 }
 
 // Setting is one QUAVON_* variable.
