@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	scanapp "github.com/quavon/quavon/internal/app/scan"
 	workerapp "github.com/quavon/quavon/internal/app/worker"
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/github"
@@ -22,6 +23,7 @@ import (
 	"github.com/quavon/quavon/internal/review"
 	reviewjob "github.com/quavon/quavon/internal/review/job"
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
+	"github.com/quavon/quavon/internal/testenv"
 	"github.com/quavon/quavon/internal/testenv/testbroker"
 	"github.com/quavon/quavon/internal/tokenbroker"
 )
@@ -298,5 +300,75 @@ func TestReviewRunThroughTheWorker(t *testing.T) {
 	}
 	if got := fingerprintsWith(w.findingsOf(t, run3.ID), review.FindingDismissed); !slices.Equal(got, []int{11}) {
 		t.Errorf("run 3 dismissed %v", got)
+	}
+}
+
+// startSandbox starts an in-process runner on gVisor, as quavon scan does.
+func startSandbox(t *testing.T) *valkeyq.Client {
+	t.Helper()
+	testenv.Program(t, "redis-server")
+	testenv.Docker(t)
+	cfg, err := config.LoadScan([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.ImagesLock(t),
+		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := scanapp.StartLocal(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	if l.Runtime != "runsc" {
+		t.Fatalf("runtime %s", l.Runtime)
+	}
+	return l.Client
+}
+
+// TestReviewRunWithScanners: the scanners run once per run in the sandbox
+// over the changed files; their findings carry their tools and rule ids,
+// the model's finding on the same line and weakness merges into them, a
+// model finding of another kind stays its own, and every tool's status is
+// on the run and in the outputs.
+func TestReviewRunWithScanners(t *testing.T) {
+	w := newWorld(t)
+	models := &scripts{}
+	w.startReviewWorker(t, models, startSandbox(t))
+	w.in(t, func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `INSERT INTO repository_policies (tenant_id, repository_id, document)
+			VALUES (quavon_current_tenant(), $1, '{"version":1,"features":{"sast":{"mode":"on"}}}')`, w.repoID)
+		return err
+	})
+	src := "import subprocess\n\n\ndef run(c):\n    return subprocess.call(c, shell=True)\n\ndef first(xs):\n    return xs[0]\n"
+	models.push(
+		report("app.py", 5, "high", "security", "subprocess.call(c, shell=True)"),
+		report("app.py", 8, "medium", "bug", "return xs[0]"),
+		llm.Call("finish", map[string]string{"summary": "two"}),
+	)
+	w.repo.Commit("feature", map[string]string{"app.py": src}, "work")
+	pr := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "Run", Author: "alice", Head: "feature"})
+	run := w.waitRun(t, pr, w.repo.Ref("feature"), review.StatusCompleted)
+	if run.SASTMode != "on" || run.Parts[review.PartSAST] != review.PartOK || run.SASTTools["bandit"] != "ok" || run.SASTTools["gosec"] != "no_files" {
+		t.Errorf("run: sast mode %s part %s tools %v", run.SASTMode, run.Parts[review.PartSAST], run.SASTTools)
+	}
+	var merged, alone bool
+	for _, f := range w.findingsOf(t, run.ID) {
+		switch {
+		case f.StartLine == 5 && f.Source == review.SourceSAST:
+			merged = slices.Contains(f.Tools, "bandit") && slices.Contains(f.Tools, review.ToolLLM) && slices.Contains(f.RuleIDs, "B602")
+			if !merged {
+				t.Errorf("line 5: %+v", f.Finding)
+			}
+		case f.StartLine == 5:
+			t.Errorf("the model's duplicate was not merged: %+v", f.Finding)
+		case f.StartLine == 8:
+			alone = f.Source == review.SourceLLM
+		}
+	}
+	if !merged || !alone {
+		t.Errorf("merged %v, model finding alone %v", merged, alone)
+	}
+	p, _ := w.payloadOf(t, run.ID)
+	if p.SAST == nil || p.SAST.Failed != "" || len(p.SAST.Tools) == 0 {
+		t.Errorf("payload sast %+v", p.SAST)
 	}
 }
