@@ -45,6 +45,18 @@ func (PullRequestEventArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Review, MaxAttempts: 10}
 }
 
+// ReviewCommentEventArgs is the job of an issue_comment event of the
+// review app (queue review): "@<review-app> review" on a pull request.
+type ReviewCommentEventArgs EventArgs
+
+// Kind is River's job kind.
+func (ReviewCommentEventArgs) Kind() string { return "review_comment_event" }
+
+// InsertOpts puts the job on the review queue.
+func (ReviewCommentEventArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queues.Review, MaxAttempts: 10}
+}
+
 // IssueEventArgs is the job of an issues event (queue fix).
 type IssueEventArgs EventArgs
 
@@ -82,6 +94,9 @@ var routes = map[string]route{
 
 func prJob(a EventArgs) river.JobArgs    { return PullRequestEventArgs(a) }
 func issueJob(a EventArgs) river.JobArgs { return IssueEventArgs(a) }
+func reviewCommentJob(a EventArgs) river.JobArgs {
+	return ReviewCommentEventArgs(a)
+}
 
 // Routed reports whether app kind's delivery of event.action is stored and
 // handed to the worker.
@@ -130,8 +145,11 @@ type EventData struct {
 	AuthorID   int64  `json:"authorId,omitempty"`
 	Before     string `json:"before,omitempty"`
 	After      string `json:"after,omitempty"`
-	// issues
-	IsPullRequest   bool   `json:"isPullRequest,omitempty"`
+	// issues, issue_comment
+	IsPullRequest bool `json:"isPullRequest,omitempty"`
+	// CommentID is the comment of an issue_comment event (its text is
+	// read live by the worker).
+	CommentID       int64  `json:"commentId,omitempty"`
 	NewRepositoryID int64  `json:"newRepositoryId,omitempty"`
 	NewRepository   string `json:"newRepository,omitempty"`
 	NewNumber       int    `json:"newNumber,omitempty"`
@@ -161,7 +179,7 @@ func repoEventOf(parsed any) (repoEvent, bool) {
 			NewRepositoryID: e.NewRepository.ID, NewRepository: e.NewRepository.FullName, NewNumber: e.NewNumber}}, true
 	case *github.IssueCommentEvent:
 		return repoEvent{e.InstallationID, e.Repository.ID, e.Issue.Number, e.Sender, EventData{Action: e.Action,
-			IsPullRequest: e.Issue.IsPullRequest}}, true
+			IsPullRequest: e.Issue.IsPullRequest, CommentID: e.Comment.ID}}, true
 	}
 	return repoEvent{}, false
 }

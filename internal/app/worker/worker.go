@@ -37,6 +37,7 @@ import (
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/intake/handle"
+	"github.com/quavon/quavon/internal/mention"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/retention"
@@ -66,6 +67,11 @@ type Options struct {
 	// Review runs review runs (review_run jobs) with these collaborators;
 	// nil: pull request events queue no review run.
 	Review *reviewjob.Deps
+	// Commands, with Review, acts on "@<ReviewAppSlug> review" comments,
+	// reading them and the commenter's permission live.
+	Commands      handle.LivePullRequests
+	ReviewAppSlug string
+	parser        *mention.Parser
 }
 
 // workers registers every job kind the worker runs.
@@ -76,6 +82,11 @@ func workers(db *postgres.DB, opt Options) *river.Workers {
 	river.AddWorker(w, &handle.PullRequestEventWorker{DB: db, Reviews: opt.Review != nil})
 	if opt.Review != nil {
 		river.AddWorker(w, &reviewjob.Worker{DB: db, Deps: *opt.Review})
+	}
+	if opt.Review != nil && opt.Commands != nil {
+		river.AddWorker(w, &handle.ReviewCommentEventWorker{DB: db, Parser: opt.parser, Live: opt.Commands})
+	} else {
+		river.AddWorker(w, &handle.ReviewCommentEventWorker{DB: db})
 	}
 	river.AddWorker(w, &handle.IssueEventWorker{DB: db})
 	return w
@@ -88,6 +99,13 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 
 // NewWith is New with opt's parts.
 func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt Options) (*Service, error) {
+	if opt.Commands != nil {
+		p, err := mention.New(opt.ReviewAppSlug)
+		if err != nil {
+			return nil, fmt.Errorf("worker: the review app's slug: %w", err)
+		}
+		opt.parser = p
+	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/repos"
 	"github.com/quavon/quavon/internal/review"
-	reviewjob "github.com/quavon/quavon/internal/review/job"
 )
 
 // Each handler applies its event in one
@@ -221,25 +220,7 @@ func (w *PullRequestEventWorker) startReview(ctx context.Context, tx pgx.Tx, ev 
 	if !created {
 		return "the head has a review run", nil
 	}
-	superseded, err := review.CancelActive(ctx, tx, ev.RepositoryID, ev.Number, ev.Data.HeadSHA, review.ReasonSuperseded, run.ID)
-	if err != nil {
-		return "", err
-	}
-	if err := endReviews(ctx, tx, superseded, review.ReasonSuperseded); err != nil {
-		return "", err
-	}
-	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
-	if err != nil {
-		return "", err
-	}
-	tenant := ""
-	if err := tx.QueryRow(ctx, `SELECT quavon_current_tenant()::text`).Scan(&tenant); err != nil {
-		return "", err
-	}
-	if _, err := client.InsertTx(ctx, tx, reviewjob.RunArgs{TenantID: tenant, RunID: run.ID}, nil); err != nil {
-		return "", fmt.Errorf("the review run's job: %w", err)
-	}
-	return "review run queued", nil
+	return queueRun(ctx, tx, ev, run)
 }
 
 func applyPullRequest(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error) {

@@ -65,3 +65,48 @@ func (g *GitHub) Text(ctx context.Context, repo Repo, pr int) (string, string, e
 	}
 	return p.Title, p.Body, nil
 }
+
+// ErrNoComment: the comment is gone (deleted, or past the first
+// github.MaxIssueComments).
+var ErrNoComment = errors.New("the comment is not there")
+
+// Comment reads comment id of pull request pr, live.
+func (g *GitHub) Comment(ctx context.Context, repo Repo, pr int, id int64) (github.Comment, error) {
+	r, err := github.NewReader(ctx, g.Conn, repo.InstallationID, repo.FullName())
+	if err != nil {
+		return github.Comment{}, err
+	}
+	cs, err := r.IssueComments(ctx, pr)
+	if err != nil {
+		return github.Comment{}, err
+	}
+	for _, c := range cs {
+		if c.ID == id {
+			return c, nil
+		}
+	}
+	return github.Comment{}, ErrNoComment
+}
+
+// Permission is login's permission on the repository, live ("admin",
+// "write", "read", "none").
+func (g *GitHub) Permission(ctx context.Context, repo Repo, login string) (string, error) {
+	r, err := github.NewReader(ctx, g.Conn, repo.InstallationID, repo.FullName())
+	if err != nil {
+		return "", err
+	}
+	p, err := r.CollaboratorPermission(ctx, login)
+	if errors.Is(err, github.ErrNotCollaborator) {
+		return "none", nil
+	}
+	return p, err
+}
+
+// PullRequest reads pull request pr, live.
+func (g *GitHub) PullRequest(ctx context.Context, repo Repo, pr int) (github.PullRequest, error) {
+	r, err := github.NewReader(ctx, g.Conn, repo.InstallationID, repo.FullName())
+	if err != nil {
+		return github.PullRequest{}, err
+	}
+	return r.PullRequest(ctx, pr)
+}

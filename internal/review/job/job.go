@@ -158,10 +158,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if run.Status.Terminal() {
 			return nil
 		}
-		if err := tx.QueryRow(ctx, `SELECT id::text, host, owner, name, visibility <> 'public', coalesce(review_installation_id, 0)
-			FROM repositories WHERE id = $1`, run.RepositoryID).
-			Scan(&repo.ID, &repo.Host, &repo.Owner, &repo.Name, &repo.Private, &repo.InstallationID); err != nil {
-			return fmt.Errorf("repository: %w", err)
+		if repo, err = LoadRepo(ctx, tx, run.RepositoryID); err != nil {
+			return err
 		}
 		doc, _, err := repos.Policy(ctx, tx, repo.ID, false)
 		if err != nil {
@@ -404,6 +402,17 @@ func (w *Worker) fail(ctx context.Context, tenant postgres.TenantID, job *river.
 			ReviewRunID: run.ID, Status: publish.OutputReady, Payload: p, Bound: publish.Bound{HeadSHA: run.HeadSHA}})
 		return err
 	})
+}
+
+// LoadRepo reads repository id in the caller's tenant transaction.
+func LoadRepo(ctx context.Context, tx pgx.Tx, id string) (Repo, error) {
+	var repo Repo
+	if err := tx.QueryRow(ctx, `SELECT id::text, host, owner, name, visibility <> 'public', coalesce(review_installation_id, 0)
+		FROM repositories WHERE id = $1`, id).
+		Scan(&repo.ID, &repo.Host, &repo.Owner, &repo.Name, &repo.Private, &repo.InstallationID); err != nil {
+		return Repo{}, fmt.Errorf("repository %s: %w", id, err)
+	}
+	return repo, nil
 }
 
 // lastReviewed is the pull request's latest completed run of another head
