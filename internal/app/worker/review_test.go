@@ -75,7 +75,8 @@ func (w *world) startReviewWorker(t *testing.T, models reviewjob.Models, sandbox
 		t.Fatal(err)
 	}
 	s, err := workerapp.NewWith(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		workerapp.Options{Review: &reviewjob.Deps{Fetch: gh, PRs: gh, Models: models, Sandbox: sandbox}})
+		workerapp.Options{Review: &reviewjob.Deps{Fetch: gh, PRs: gh, Models: models, Sandbox: sandbox}, Commands: gh,
+			ReviewAppSlug: w.review.Slug})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,5 +371,38 @@ func TestReviewRunWithScanners(t *testing.T) {
 	p, _ := w.payloadOf(t, run.ID)
 	if p.SAST == nil || p.SAST.Failed != "" || len(p.SAST.Tools) == 0 {
 		t.Errorf("payload sast %+v", p.SAST)
+	}
+}
+
+// TestReviewCommand: "@<review-app> review" by a write user forces a full
+// review of the current head as a new attempt; by a read-only user, or
+// inside a code span, it does nothing.
+func TestReviewCommand(t *testing.T) {
+	w := newWorld(t)
+	models := &scripts{}
+	w.startReviewWorker(t, models, nil)
+	w.gh.SetPermission("acme", "app", "writer", "write")
+	w.gh.SetPermission("acme", "app", "reader", "read")
+	w.repo.Commit("feature", map[string]string{"app.py": appV1}, "work")
+	pr := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "Run", Author: "alice", Head: "feature"})
+	head := w.repo.Ref("feature")
+	w.waitRun(t, pr, head, review.StatusCompleted)
+
+	w.repo.AddComment(pr, "reader", "@"+w.review.Slug+" review")
+	w.repo.AddComment(pr, "writer", "Do not run `@"+w.review.Slug+" review` yet.")
+	w.repo.AddComment(pr, "writer", "Please @"+w.review.Slug+" review again.")
+	waitFor(t, "the forced review", func() bool {
+		runs := w.runsOf(t, pr)
+		return len(runs) == 2 && runs[1].Status == review.StatusCompleted
+	})
+	waitFor(t, "every comment applied", func() bool { return w.unprocessed(t) == 0 })
+	runs := w.runsOf(t, pr)
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2 (the read-only user's and the code span's commands do nothing)", len(runs))
+	}
+	forced := runs[1]
+	if forced.Trigger != review.TriggerCommand || !forced.FullReview || forced.Attempt != 2 || forced.HeadSHA != head ||
+		forced.Actor.Login != "writer" || forced.SinceSHA != "" {
+		t.Errorf("forced run %+v", forced)
 	}
 }
