@@ -179,6 +179,8 @@ type (
 		MaxFixRunsPerTenantPerDay int
 		// Worker is the worker's queues and shutdown.
 		Worker Worker
+		// Reviews are the review runs' settings (Enabled false: none).
+		Reviews ReviewRuns
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -245,7 +247,8 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 		return WorkerConfig{}, err
 	}
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
-		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker()}
+		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker(),
+		Reviews: r.reviewRuns()}
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -295,6 +298,38 @@ func LoadScan(environ []string) (ScanConfig, error) {
 	c := ScanConfig{Core: core, Snapshots: r.snapshots(), Runner: r.runner(core)}
 	c.Warnings = r.warnings
 	return c, r.err()
+}
+
+// ReviewRuns are the worker's review runs' settings.
+type ReviewRuns struct {
+	// Enabled: a broker credential is set.
+	Enabled              bool
+	BrokerAddr           string
+	BrokerCredentialFile string
+	GitCacheDir          string
+	GitCacheMaxBytes     int64
+	GitURL               string
+	ReviewAppSlug        string
+	GitHub               GitHub
+	Valkey               Valkey
+	Pool                 string
+	SandboxKeys          SandboxKeys
+	Snapshots            Snapshots
+}
+
+func (r *reader) reviewRuns() ReviewRuns {
+	rr := ReviewRuns{BrokerAddr: r.vals["QUAVON_BROKER_ADDR"], BrokerCredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"],
+		GitCacheDir: r.vals["QUAVON_GIT_CACHE_DIR"], GitCacheMaxBytes: int64(r.intRange("QUAVON_GIT_CACHE_MAX_BYTES", 0, 1<<50)),
+		GitURL: r.vals["QUAVON_GITHUB_GIT_URL"], ReviewAppSlug: r.vals["QUAVON_GITHUB_REVIEW_APP_SLUG"], GitHub: r.github(),
+		Valkey: r.valkey(), Pool: r.pool(), SandboxKeys: r.sandboxKeys(), Snapshots: r.snapshots()}
+	rr.Enabled = rr.BrokerCredentialFile != ""
+	if u, err := url.Parse(rr.GitURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || !strings.HasSuffix(rr.GitURL, "/") {
+		r.fail("QUAVON_GITHUB_GIT_URL %q: want an absolute https URL ending in /", rr.GitURL)
+	}
+	if rr.Enabled && rr.SandboxKeys.SigningKeyFile == "" {
+		r.warn("review runs without QUAVON_SANDBOX_SIGNING_KEY_FILE: the scanners are reported as not run")
+	}
+	return rr
 }
 
 // ReviewConfig is `quavon review`'s view: the scan's sandbox and the model.

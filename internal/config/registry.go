@@ -55,6 +55,9 @@ const (
 	gFixCaps  group = "fix caps"
 	gLLM      group = "model"
 	gWorker   group = "worker"
+	// gReviewRuns are the worker's review runs: the broker's client, the
+	// git cache, the review app's slug.
+	gReviewRuns group = "review runs"
 )
 
 var serviceGroups = map[Service][]group{
@@ -62,7 +65,7 @@ var serviceGroups = map[Service][]group{
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
 	ServiceAPI:     {gCore, gDatabase, gAPI},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker},
+	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker, gReviewRuns, gGitHub, gValkey, gPool, gSandboxKeys, gSnapshot},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
@@ -158,6 +161,12 @@ var registry = []Setting{
 
 	{Name: "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", Default: "50", group: gFixCaps, Doc: "fix-run cap per tenant and UTC day (FX10)"},
 
+	{Name: "QUAVON_BROKER_ADDR", Default: "unix:/run/quavon/broker.sock", group: gReviewRuns, Doc: "the token broker the worker asks for read tokens (`unix:/path` or `ip:port`)"},
+	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gReviewRuns, Doc: "the worker's broker credential; empty: the worker runs no review runs (pull request events queue none)"},
+	{Name: "QUAVON_GIT_CACHE_DIR", Default: "/var/lib/quavon/git", group: gReviewRuns, Doc: "the worker's bare repositories (0700)"},
+	{Name: "QUAVON_GIT_CACHE_MAX_BYTES", Default: "21474836480", group: gReviewRuns, Doc: "the git cache's size cap; least recently used repositories are evicted"},
+	{Name: "QUAVON_GITHUB_GIT_URL", Default: "https://github.com/", group: gReviewRuns, Doc: "the clone root: `https://HOST/` (GHES: the instance's root)"},
+	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gReviewRuns, Doc: "the review app's slug: `@<slug> review` comments force a review (empty: commands off)"},
 	{Name: "QUAVON_WORKER_REVIEW_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `review` queue (pull request events, review runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},

@@ -60,6 +60,8 @@ type Service struct {
 	client *river.Client[pgx.Tx]
 	log    *slog.Logger
 	grace  time.Duration
+	// release closes what the review runs opened (Valkey).
+	release func()
 }
 
 // Options are the parts of the worker that need more than the database.
@@ -72,6 +74,8 @@ type Options struct {
 	Commands      handle.LivePullRequests
 	ReviewAppSlug string
 	parser        *mention.Parser
+	// fromConfig builds Review and Commands from the settings.
+	fromConfig bool
 }
 
 // workers registers every job kind the worker runs.
@@ -92,20 +96,14 @@ func workers(db *postgres.DB, opt Options) *river.Workers {
 	return w
 }
 
-// New connects and builds the River client.
+// New connects and builds the River client, with review runs when the
+// settings enable them (QUAVON_BROKER_CREDENTIAL_FILE).
 func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Service, error) {
-	return NewWith(ctx, cfg, log, Options{})
+	return NewWith(ctx, cfg, log, Options{fromConfig: true})
 }
 
 // NewWith is New with opt's parts.
 func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt Options) (*Service, error) {
-	if opt.Commands != nil {
-		p, err := mention.New(opt.ReviewAppSlug)
-		if err != nil {
-			return nil, fmt.Errorf("worker: the review app's slug: %w", err)
-		}
-		opt.parser = p
-	}
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -119,6 +117,22 @@ func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt
 	db, err := postgres.OpenConfigured(ctx, cfg.DB, conns)
 	if err != nil {
 		return nil, err
+	}
+	release := func() {}
+	if opt.fromConfig {
+		if opt, release, err = reviewOptions(ctx, cfg, db, log); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("worker: review runs: %w", err)
+		}
+	}
+	if opt.Commands != nil {
+		p, err := mention.New(opt.ReviewAppSlug)
+		if err != nil {
+			release()
+			db.Close()
+			return nil, fmt.Errorf("worker: the review app's slug: %w", err)
+		}
+		opt.parser = p
 	}
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger: log,
@@ -135,10 +149,11 @@ func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt
 		ErrorHandler: &errorLogger{log: log},
 	})
 	if err != nil {
+		release()
 		db.Close()
 		return nil, err
 	}
-	return &Service{db: db, client: client, log: log, grace: wc.ShutdownGrace}, nil
+	return &Service{db: db, client: client, log: log, grace: wc.ShutdownGrace, release: release}, nil
 }
 
 // Run works until ctx ends, then stops: running jobs get the grace to
@@ -173,7 +188,12 @@ func (s *Service) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, o
 }
 
 // Close releases the database pool.
-func (s *Service) Close() { s.db.Close() }
+func (s *Service) Close() {
+	if s.release != nil {
+		s.release()
+	}
+	s.db.Close()
+}
 
 // errorLogger logs failed jobs once, with their kind, queue and attempt;
 // job arguments are ids only, and error texts are the handlers' own (no
