@@ -406,3 +406,20 @@ func TestReviewCommand(t *testing.T) {
 		t.Errorf("forced run %+v", forced)
 	}
 }
+
+// TestReviewRunOfAFork: a pull request from a fork is reviewed like any
+// other, read-only, from the base repository's refs/pull/N/head.
+func TestReviewRunOfAFork(t *testing.T) {
+	w := newWorld(t)
+	models := &scripts{}
+	w.startReviewWorker(t, models, nil)
+	w.gh.AddUser("mallory")
+	fork := w.gh.AddRepo("mallory", "app", githubfake.RepoOptions{Fork: w.repo})
+	fork.Commit("evil", map[string]string{"app.py": appV1}, "work")
+	models.push(report("app.py", 8, "high", "security", "os.system(cmd)"), llm.Call("finish", map[string]string{"summary": "x"}))
+	pr := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "Please merge", Author: "mallory", Head: "evil", HeadRepo: fork})
+	run := w.waitRun(t, pr, fork.Ref("evil"), review.StatusCompleted)
+	if run.HeadRepoExternalID != fork.ID || run.FindingsCount != 1 {
+		t.Errorf("fork run: head repo %d (fork %d), %d findings", run.HeadRepoExternalID, fork.ID, run.FindingsCount)
+	}
+}
