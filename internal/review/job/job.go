@@ -208,6 +208,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	modes := review.Modes{Review: string(eff.ReviewMode()), SAST: string(eff.SASTMode()), Acceptance: string(policy.ModeOff)}
 	err = w.DB.InTenant(ctx, tenant, func(tx pgx.Tx) error {
 		var err error
+		if run.Status == review.StatusRunning {
+			// A retry of an interrupted attempt: nothing of it was kept
+			// but the start.
+			return nil
+		}
 		run, err = review.Start(ctx, tx, run.ID, modes, mergeBase, since)
 		return err
 	})
