@@ -79,14 +79,15 @@ type route struct {
 // "event.action". The review app's pull request events end and supersede
 // review runs and review-fix commits; the Fixer app's issue events end
 // the issue's fix runs. Triggers (opened, reopened, ready_for_review,
-// labeled, issue_comment created) get routes with the review runs and the
-// fix agent.
+// labeled) get routes with the fix agent; issue_comment created is the
+// review app's "@<review-app> review".
 var routes = map[string]route{
 	"pull_request.opened":           {[]github.AppKind{github.AppReview}, prJob},
 	"pull_request.reopened":         {[]github.AppKind{github.AppReview}, prJob},
 	"pull_request.ready_for_review": {[]github.AppKind{github.AppReview}, prJob},
 	"pull_request.synchronize":      {[]github.AppKind{github.AppReview}, prJob},
 	"pull_request.closed":           {[]github.AppKind{github.AppReview}, prJob},
+	"issue_comment.created":         {[]github.AppKind{github.AppReview}, reviewCommentJob},
 	"issues.closed":                 {[]github.AppKind{github.AppFixer}, issueJob},
 	"issues.transferred":            {[]github.AppKind{github.AppFixer}, issueJob},
 	"issues.deleted":                {[]github.AppKind{github.AppFixer}, issueJob},
