@@ -326,7 +326,7 @@ func TestWorkerAppliesWebhooks(t *testing.T) {
 		outcomes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	if len(outcomes) != 5 {
+	if len(outcomes) != 6 { // opened, synchronize, closed, and three issue events
 		t.Errorf("outcomes %v", outcomes)
 	}
 	var states string
