@@ -348,6 +348,14 @@ func TestShutdownRollsBackAnInterruptedJob(t *testing.T) {
 	w.repo.Commit("feature", map[string]string{"a.go": "package a\n"}, "work")
 	pr := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "Feature", Author: "alice", Head: "feature"})
 	head := w.repo.Ref("feature")
+	// The opened event is not what this test is about: applied already.
+	w.in(t, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE webhook_events SET processed_at = now(), outcome = 'test' WHERE action = 'opened'")
+		return err
+	})
+	if _, err := w.cp.Admin.Exec(ctx, "DELETE FROM river_job WHERE kind = 'pull_request_event'"); err != nil {
+		t.Fatal(err)
+	}
 	run := w.reviewRun(t, pr, head, true)
 	reviewFix, _ := w.fixAwaiting(t, fix.NewRun{Subject: fix.SubjectPullRequest, Number: pr, ReviewRunID: run,
 		Delivery: fix.DeliveryStackedPR, Mode: fix.ModeApproval, Trigger: fix.TriggerDashboard, Actor: fix.Actor{Login: "alice", ID: 9}}, head)
@@ -438,6 +446,8 @@ func TestEveryInsertedJobKindHasAWorker(t *testing.T) {
 			args = intake.PullRequestEventArgs{}
 		case intake.IssueEventArgs{}.Kind():
 			args = intake.IssueEventArgs{}
+		case intake.ReviewCommentEventArgs{}.Kind():
+			args = intake.ReviewCommentEventArgs{}
 		default:
 			t.Fatalf("job kind %s has no case here", kind)
 		}
