@@ -33,6 +33,7 @@ type policyResponse struct {
 }
 
 type effectiveView struct {
+	Review      string             `json:"review"`
 	Fix         string             `json:"fix"`
 	ReviewFixes string             `json:"reviewFixes"`
 	SAST        string             `json:"sast"`
@@ -53,7 +54,7 @@ func respond(w http.ResponseWriter, status int, r *repos.Repository, doc []byte,
 		}
 	}
 	view := effectiveView{
-		Fix: string(eff.FixMode()), ReviewFixes: string(eff.ReviewFixDelivery()),
+		Review: string(eff.ReviewMode()), Fix: string(eff.FixMode()), ReviewFixes: string(eff.ReviewFixDelivery()),
 		SAST: string(eff.SASTMode()), Acceptance: string(eff.AcceptanceMode()), Downgrades: eff.Downgrades,
 	}
 	if eff.Invalid != nil {

@@ -105,11 +105,11 @@ func TestRepositoryEventsAreStoredWithTheirJob(t *testing.T) {
 
 	got := take(t, w, &seen)
 	want := map[string]string{
-		"review pull_request.opened": "ignored", "fixer pull_request.opened": "ignored",
+		"review pull_request.opened": "processed", "fixer pull_request.opened": "ignored",
 		"review pull_request.synchronize": "processed", "fixer pull_request.synchronize": "ignored",
 		"review issues.opened": "ignored", "fixer issues.opened": "ignored",
 		"review issues.labeled": "ignored", "fixer issues.labeled": "processed",
-		"review issue_comment.created": "ignored", "fixer issue_comment.created": "ignored",
+		"review issue_comment.created": "processed", "fixer issue_comment.created": "ignored",
 		"review issues.closed": "ignored", "fixer issues.closed": "processed",
 		"review pull_request.closed": "processed", "fixer pull_request.closed": "ignored",
 	}
@@ -125,10 +125,12 @@ func TestRepositoryEventsAreStoredWithTheirJob(t *testing.T) {
 	}
 	events, jobs := stored(t, w, tenant)
 	wantEvents := []string{
-		fmt.Sprintf("review pull_request.synchronize #%d", pr), fmt.Sprintf("fixer issues.labeled #%d", n), fmt.Sprintf("fixer issues.closed #%d", n),
-		fmt.Sprintf("review pull_request.closed #%d", pr),
+		fmt.Sprintf("review pull_request.opened #%d", pr), fmt.Sprintf("review pull_request.synchronize #%d", pr),
+		fmt.Sprintf("fixer issues.labeled #%d", n), fmt.Sprintf("review issue_comment.created #%d", n),
+		fmt.Sprintf("fixer issues.closed #%d", n), fmt.Sprintf("review pull_request.closed #%d", pr),
 	}
-	wantJobs := []string{"pull_request_event review available", "fix_trigger fix available", "issue_event fix available",
+	wantJobs := []string{"pull_request_event review available", "pull_request_event review available",
+		"fix_trigger fix available", "review_comment_event review available", "issue_event fix available",
 		"pull_request_event review available"}
 	if fmt.Sprint(events) != fmt.Sprint(wantEvents) || fmt.Sprint(jobs) != fmt.Sprint(wantJobs) {
 		t.Fatalf("stored events %v with jobs %v\nwant %v with %v", events, jobs, wantEvents, wantJobs)
@@ -264,7 +266,7 @@ func TestEventRowAndJobAreAtomic(t *testing.T) {
 		t.Fatalf("redelivery: %v %d %s", err, d2.StatusCode, d2.Response)
 	}
 	events, jobs := stored(t, w, tenant)
-	if len(events) != 1 || len(jobs) != 1 {
+	if len(events) != 2 || len(jobs) != 2 { // the opened event, and the synchronize
 		t.Fatalf("after the redelivery: %v %v", events, jobs)
 	}
 	one := counts(t, w)
@@ -285,7 +287,7 @@ func TestEventRowAndJobAreAtomic(t *testing.T) {
 	if d2, err := w.gh.Redeliver(d); err != nil || d2.StatusCode != 200 {
 		t.Fatalf("redelivery: %v %d %s", err, d2.StatusCode, d2.Response)
 	}
-	if events, jobs := stored(t, w, tenant); len(events) != 2 || len(jobs) != 2 {
+	if events, jobs := stored(t, w, tenant); len(events) != 3 || len(jobs) != 3 {
 		t.Fatalf("after the second redelivery: %v %v", events, jobs)
 	}
 }

@@ -196,12 +196,19 @@ type (
 		MaxFixRunsPerTenantPerDay int
 		// Worker is the worker's queues and shutdown.
 		Worker Worker
-		// GitHub and BrokerClient: how the worker reads GitHub (fix
-		// triggers' live checks); BrokerClient.Addr empty: it does not.
+		// GitHub, BrokerClient and Runs are the parts review and fix runs
+		// share: one broker client (read tokens), one GitHub connection,
+		// one git cache, one sandbox client. BrokerClient.Addr empty (no
+		// credential): the worker reads nothing on GitHub, runs no review
+		// or fix run, and fix triggers wait.
 		GitHub       GitHub
 		BrokerClient BrokerClient
 		// MetricsListen is where /metrics is served; empty: off.
 		MetricsListen string
+		Runs          RunParts
+		// ReviewAppSlug: "@<slug> review" comments force a review (empty:
+		// commands off).
+		ReviewAppSlug string
 	}
 	// RunnerConfig is quavon-sandbox-runner's view.
 	RunnerConfig struct {
@@ -283,12 +290,14 @@ func LoadWorker(environ []string) (WorkerConfig, error) {
 	c := WorkerConfig{Core: r.core(), DB: r.database(), LLM: r.llm(),
 		MaxFixRunsPerTenantPerDay: r.intRange("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", 1, 100_000), Worker: r.worker(),
 		GitHub: r.github(), BrokerClient: BrokerClient{Addr: r.vals["QUAVON_BROKER_ADDR"], CredentialFile: r.vals["QUAVON_BROKER_CREDENTIAL_FILE"]},
-		MetricsListen: r.optionalListen("QUAVON_WORKER_METRICS_LISTEN")}
+		MetricsListen: r.optionalListen("QUAVON_WORKER_METRICS_LISTEN"),
+		ReviewAppSlug: r.vals["QUAVON_GITHUB_REVIEW_APP_SLUG"]}
 	// Without a credential the worker reads nothing on GitHub: the
 	// default address alone does not turn it on.
 	if c.BrokerClient.CredentialFile == "" {
 		c.BrokerClient.Addr = ""
 	}
+	c.Runs = r.runParts(c.BrokerClient.Addr != "")
 	c.Warnings = r.warnings
 	return c, r.err()
 }
@@ -337,6 +346,48 @@ func LoadScan(environ []string) (ScanConfig, error) {
 	core := r.core()
 	c := ScanConfig{Core: core, Snapshots: r.snapshots(), Runner: r.runner(core)}
 	c.Warnings = r.warnings
+	return c, r.err()
+}
+
+// RunParts are the worker's settings for review and fix runs beyond the
+// broker and GitHub: the git cache and the sandbox client.
+type RunParts struct {
+	GitCacheDir      string
+	GitCacheMaxBytes int64
+	GitURL           string
+	Valkey           Valkey
+	Pool             string
+	SandboxKeys      SandboxKeys
+	Snapshots        Snapshots
+}
+
+func (r *reader) runParts(enabled bool) RunParts {
+	rp := RunParts{GitCacheDir: r.vals["QUAVON_GIT_CACHE_DIR"], GitCacheMaxBytes: int64(r.intRange("QUAVON_GIT_CACHE_MAX_BYTES", 0, 1<<50)),
+		GitURL: r.vals["QUAVON_GITHUB_GIT_URL"], Valkey: r.valkey(), Pool: r.pool(), SandboxKeys: r.sandboxKeys(), Snapshots: r.snapshots()}
+	if u, err := url.Parse(rp.GitURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || !strings.HasSuffix(rp.GitURL, "/") {
+		r.fail("QUAVON_GITHUB_GIT_URL %q: want an absolute https URL ending in /", rp.GitURL)
+	}
+	if enabled && rp.SandboxKeys.SigningKeyFile == "" {
+		r.warn("review and fix runs without QUAVON_SANDBOX_SIGNING_KEY_FILE: review scanners are reported as not run, fix runs fail (run_tests needs the sandbox)")
+	}
+	return rp
+}
+
+// ReviewConfig is `quavon review`'s view: the scan's sandbox and the model.
+type ReviewConfig struct {
+	Scan ScanConfig
+	LLM  LLM
+}
+
+// LoadReview reads `quavon review`'s settings.
+func LoadReview(environ []string) (ReviewConfig, error) {
+	r, err := newReader(ServiceReview, environ)
+	if err != nil {
+		return ReviewConfig{}, err
+	}
+	core := r.core()
+	c := ReviewConfig{Scan: ScanConfig{Core: core, Snapshots: r.snapshots(), Runner: r.runner(core)}, LLM: r.llm()}
+	c.Scan.Warnings = r.warnings
 	return c, r.err()
 }
 

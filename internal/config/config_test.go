@@ -70,7 +70,7 @@ func TestLoadRefuses(t *testing.T) {
 		{api, []string{"QUAVON_DATABASE_URL=host=db user=quavon password=abc"}, "QUAVON_DATABASE_URL holds a password"},
 		{worker, []string{"QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY=0"}, "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY"},
 		// Another service's settings are refused, with who reads them.
-		{api, []string{"QUAVON_SANDBOX_SIGNING_KEY_FILE=/k"}, "QUAVON_SANDBOX_SIGNING_KEY_FILE: a setting of quavon keys, quavon-sandbox-runner, not of quavon-api"},
+		{api, []string{"QUAVON_SANDBOX_SIGNING_KEY_FILE=/k"}, "QUAVON_SANDBOX_SIGNING_KEY_FILE: a setting of quavon keys, quavon-sandbox-runner, quavon-worker, not of quavon-api"},
 		{api, []string{"QUAVON_GITHUB_REVIEW_PRIVATE_KEY_FILE=/k"}, "a setting of quavon-token-broker, not of quavon-api"},
 		{worker, []string{"QUAVON_GITHUB_FIXER_PRIVATE_KEY_FILE=/k"}, "a setting of quavon-token-broker"},
 		{egress, []string{"QUAVON_SANDBOX_SIGNING_KEY_FILE=/k"}, "not of quavon-sandbox-egress"},

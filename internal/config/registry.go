@@ -32,6 +32,9 @@ const (
 	ServicePublisher Service = "quavon-publisher"
 	// ServiceGitHubSetup is `quavon github setup` (the apps' manifest flow).
 	ServiceGitHubSetup Service = "quavon github setup"
+	// ServiceReview is `quavon review`: `quavon scan`'s sandbox and the
+	// configured review model.
+	ServiceReview Service = "quavon review"
 )
 
 // group is a set of settings that belong together and are read together.
@@ -61,14 +64,23 @@ const (
 	gWeb          group = "dashboard"
 	gBrokerClient group = "broker client"
 	gPublisher    group = "publisher"
+	// gReviewApp is the review app's slug (the publisher's reconcile, the
+	// worker's "@<slug> review" commands).
+	gReviewApp group = "review app"
+	// gGitCache is the worker's hardened git cache, shared by review and
+	// fix runs.
+	gGitCache group = "git cache"
 )
 
 var serviceGroups = map[Service][]group{
 	// The API and the worker get the github group, the broker's client
 	// settings (QUAVON_BROKER_ADDR, QUAVON_BROKER_CREDENTIAL_FILE) and, for
 	// the worker, the sandbox groups with the features that use them.
-	ServiceAPI:     {gCore, gDatabase, gAPI, gWeb, gGitHub, gBrokerClient},
-	ServiceWorker:  {gCore, gDatabase, gFixCaps, gLLM, gWorker, gGitHub, gBrokerClient},
+	ServiceAPI: {gCore, gDatabase, gAPI, gWeb, gGitHub, gBrokerClient},
+	// The worker's review and fix runs share one broker client, GitHub
+	// connection, git cache and sandbox client.
+	ServiceWorker: {gCore, gDatabase, gFixCaps, gLLM, gWorker, gGitHub, gBrokerClient, gGitCache, gReviewApp,
+		gValkey, gPool, gSandboxKeys, gSnapshot},
 	ServiceRunner:  {gCore, gValkey, gPool, gSandboxKeys, gSnapshot, gRunner, gBackends},
 	ServiceEgress:  {gCore, gValkey, gPool, gEgress},
 	ServiceBroker:  {gCore, gGitHub, gBroker},
@@ -78,8 +90,9 @@ var serviceGroups = map[Service][]group{
 	ServiceLLM:     {gCore, gLLM},
 	// The publisher: the database, GitHub's endpoints and write tokens from
 	// the broker; no model, no sandbox key, no Valkey.
-	ServicePublisher:   {gCore, gDatabase, gGitHub, gBrokerClient, gPublisher},
+	ServicePublisher:   {gCore, gDatabase, gGitHub, gBrokerClient, gReviewApp, gPublisher},
 	ServiceGitHubSetup: {gCore, gGitHub},
+	ServiceReview:      {gCore, gSnapshot, gRunner, gLLM},
 }
 
 // Setting is one QUAVON_* variable.
@@ -167,7 +180,7 @@ var registry = []Setting{
 	{Name: "QUAVON_WEB_SESSION_ABSOLUTE", Default: "168h", group: gWeb, Doc: "a dashboard session ends this long after sign-in, whatever its use"},
 	{Name: "QUAVON_WEB_INSECURE_COOKIES", Default: "false", group: gWeb, Doc: "plain-http development only: cookies without `Secure` and the `__Host-` prefix (refused in production)"},
 	{Name: "QUAVON_BROKER_ADDR", Default: "unix:/run/quavon/broker.sock", group: gBrokerClient, Doc: "the token broker's address (`unix:/path` or `ip:port`)"},
-	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this service's broker credential (`quavon broker credential`); its SHA-256 is in the broker's callers file with the service's role. quavon-worker without one reads nothing on GitHub (fix triggers wait)"},
+	{Name: "QUAVON_BROKER_CREDENTIAL_FILE", Secret: true, group: gBrokerClient, Doc: "this service's broker credential (`quavon broker credential`); its SHA-256 is in the broker's callers file with the service's role. quavon-worker without one reads nothing on GitHub: no review runs (pull request events queue none), and fix triggers wait"},
 
 	{Name: "QUAVON_GITHUB_API_URL", Default: "https://api.github.com/", group: gGitHub, Doc: "GitHub's REST root (GitHub Enterprise Server: `https://HOST/api/v3/`)"},
 	{Name: "QUAVON_GITHUB_GRAPHQL_URL", Default: "https://api.github.com/graphql", group: gGitHub, Doc: "GitHub's GraphQL endpoint (GHES: `https://HOST/api/graphql`)"},
@@ -181,13 +194,17 @@ var registry = []Setting{
 
 	{Name: "QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY", Default: "50", group: gFixCaps, Doc: "fix-run cap per tenant and UTC day (FX10)"},
 
+	{Name: "QUAVON_GIT_CACHE_DIR", Default: "/var/lib/quavon/git", group: gGitCache, Doc: "the worker's bare repositories (0700), fetched for review and fix runs"},
+	{Name: "QUAVON_GIT_CACHE_MAX_BYTES", Default: "21474836480", group: gGitCache, Doc: "the git cache's size cap; least recently used repositories are evicted"},
+	{Name: "QUAVON_GITHUB_GIT_URL", Default: "https://github.com/", group: gGitCache, Doc: "the clone root: `https://HOST/` (GHES: the instance's root)"},
 	{Name: "QUAVON_WORKER_REVIEW_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `review` queue (pull request events, review runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
 	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
 	{Name: "QUAVON_WORKER_METRICS_LISTEN", Default: ":9090", group: gWorker, Doc: "where `quavon-worker` serves Prometheus `/metrics` (its only listener); empty: off"},
 
-	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gPublisher, Doc: "the review app's slug; reconcile trusts only reviews by `<slug>[bot]` and check runs of that app (required)"},
+	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gReviewApp, Doc: "the review app's slug. quavon-publisher (required): reconcile trusts only reviews by `<slug>[bot]` and check runs of that app; quavon-worker: `@<slug> review` comments force a review (empty: commands off)"},
+
 	{Name: "QUAVON_PUBLISHER_CONCURRENCY", Default: "4", group: gPublisher, Doc: "jobs of the `publish` queue the publisher runs at once"},
 	{Name: "QUAVON_PUBLISHER_WRITE_SPACING", Default: "1s", group: gPublisher, Doc: "minimum interval between two writes of one installation (GitHub: content-creating requests serially, a second apart); a job that must wait is snoozed, freeing its worker"},
 	{Name: "QUAVON_PUBLISHER_SHUTDOWN_GRACE", Default: "30s", group: gPublisher, Doc: "on SIGTERM, how long running publish jobs may finish; then they are cancelled (an interrupted write is reconciled by the retry)"},

@@ -45,6 +45,18 @@ func (PullRequestEventArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Review, MaxAttempts: 10}
 }
 
+// ReviewCommentEventArgs is the job of an issue_comment event of the
+// review app (queue review): "@<review-app> review" on a pull request.
+type ReviewCommentEventArgs EventArgs
+
+// Kind is River's job kind.
+func (ReviewCommentEventArgs) Kind() string { return "review_comment_event" }
+
+// InsertOpts puts the job on the review queue.
+func (ReviewCommentEventArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queues.Review, MaxAttempts: 10}
+}
+
 // IssueEventArgs is the job of an issues event (queue fix).
 type IssueEventArgs EventArgs
 
@@ -69,41 +81,37 @@ func (FixTriggerArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Fix, MaxAttempts: 10}
 }
 
-// route is where a repository event goes: which app's deliveries of it are
-// acted on, and its job.
-type route struct {
-	apps []github.AppKind
-	job  func(a EventArgs) river.JobArgs
-}
-
 // routes are the repository events the worker acts on today, by
-// "event.action". The review app's pull request events end and supersede
-// review runs and review-fix commits; the Fixer app's issue events end
-// the issue's fix runs; its labels and its "@<fixer> fix" comments are fix
-// triggers (only comments that hold that command are stored, see
-// Intake.FixerCommands). The review triggers (opened, reopened,
-// ready_for_review) get routes with the review runs.
-var routes = map[string]route{
-	"pull_request.synchronize": {[]github.AppKind{github.AppReview}, prJob},
-	"pull_request.closed":      {[]github.AppKind{github.AppReview}, prJob},
-	"issues.closed":            {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.transferred":       {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.deleted":           {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.labeled":           {[]github.AppKind{github.AppFixer}, fixTriggerJob},
-	"issue_comment.created":    {[]github.AppKind{github.AppFixer}, fixTriggerJob},
+// "event.action" and the app that received them, with their job. The
+// review app's pull request events queue, end and supersede review runs
+// and review-fix commits; its issue comments are "@<review-app> review"
+// (read live by the worker). The Fixer app's issue events end the issue's
+// fix runs; its labels and its "@<fixer> fix" comments are fix triggers
+// (only comments that hold that command are stored, see
+// Intake.FixerCommands).
+var routes = map[string]map[github.AppKind]func(a EventArgs) river.JobArgs{
+	"pull_request.opened":           {github.AppReview: prJob},
+	"pull_request.reopened":         {github.AppReview: prJob},
+	"pull_request.ready_for_review": {github.AppReview: prJob},
+	"pull_request.synchronize":      {github.AppReview: prJob},
+	"pull_request.closed":           {github.AppReview: prJob},
+	"issue_comment.created":         {github.AppReview: reviewCommentJob, github.AppFixer: fixTriggerJob},
+	"issues.closed":                 {github.AppFixer: issueJob},
+	"issues.transferred":            {github.AppFixer: issueJob},
+	"issues.deleted":                {github.AppFixer: issueJob},
+	"issues.labeled":                {github.AppFixer: fixTriggerJob},
 }
 
-func prJob(a EventArgs) river.JobArgs    { return PullRequestEventArgs(a) }
-func issueJob(a EventArgs) river.JobArgs { return IssueEventArgs(a) }
-func fixTriggerJob(a EventArgs) river.JobArgs {
-	return FixTriggerArgs(a)
-}
+func prJob(a EventArgs) river.JobArgs            { return PullRequestEventArgs(a) }
+func issueJob(a EventArgs) river.JobArgs         { return IssueEventArgs(a) }
+func fixTriggerJob(a EventArgs) river.JobArgs    { return FixTriggerArgs(a) }
+func reviewCommentJob(a EventArgs) river.JobArgs { return ReviewCommentEventArgs(a) }
 
 // Routed reports whether app kind's delivery of event.action is stored and
 // handed to the worker.
 func Routed(kind github.AppKind, event, action string) bool {
-	r, ok := routes[event+"."+action]
-	return ok && slices.Contains(r.apps, kind)
+	_, ok := routes[event+"."+action][kind]
+	return ok
 }
 
 // JobKinds lists the job kinds intake inserts, for the worker's test that
@@ -111,11 +119,13 @@ func Routed(kind github.AppKind, event, action string) bool {
 func JobKinds() []string {
 	seen := map[string]bool{}
 	var out []string
-	for _, r := range routes {
-		k := r.job(EventArgs{}).Kind()
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+	for _, byApp := range routes {
+		for _, job := range byApp {
+			k := job(EventArgs{}).Kind()
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
 		}
 	}
 	slices.Sort(out)
@@ -146,15 +156,16 @@ type EventData struct {
 	AuthorID   int64  `json:"authorId,omitempty"`
 	Before     string `json:"before,omitempty"`
 	After      string `json:"after,omitempty"`
-	// issues
+	// issues, issue_comment
 	IsPullRequest   bool   `json:"isPullRequest,omitempty"`
 	NewRepositoryID int64  `json:"newRepositoryId,omitempty"`
 	NewRepository   string `json:"newRepository,omitempty"`
 	NewNumber       int    `json:"newNumber,omitempty"`
 	// Label is the label added (issues labeled).
 	Label string `json:"label,omitempty"`
-	// CommentID and Command: an issue_comment holding a bot command for
-	// the receiving app (the command word, never the comment's text).
+	// CommentID is the comment of an issue_comment event (its text is
+	// read live by the worker); Command is the Fixer's command word when
+	// the comment holds "@<fixer> fix" (never the comment's text).
 	CommentID int64  `json:"commentId,omitempty"`
 	Command   string `json:"command,omitempty"`
 }
@@ -196,7 +207,7 @@ var ErrUnknownRepository = errors.New("unknown repository")
 // storeRepoEvent writes the event's row and its job in tx.
 func storeRepoEvent(ctx context.Context, tx pgx.Tx, jobs Inserter, tenant string, kind github.AppKind, event, delivery string,
 	ev repoEvent) error {
-	r := routes[event+"."+ev.data.Action]
+	job := routes[event+"."+ev.data.Action][kind]
 	var repoID string
 	err := tx.QueryRow(ctx, `SELECT id::text FROM repositories WHERE host = 'github.com' AND external_id = $1
 		AND `+installationColumn(kind)+` = $2`, ev.repositoryID, ev.installationID).Scan(&repoID)
@@ -218,7 +229,7 @@ func storeRepoEvent(ctx context.Context, tx pgx.Tx, jobs Inserter, tenant string
 		Scan(&eventID); err != nil {
 		return fmt.Errorf("webhook_events: %w", err)
 	}
-	if _, err := jobs.InsertTx(ctx, tx, r.job(EventArgs{TenantID: tenant, EventID: eventID}), nil); err != nil {
+	if _, err := jobs.InsertTx(ctx, tx, job(EventArgs{TenantID: tenant, EventID: eventID}), nil); err != nil {
 		return fmt.Errorf("the event's job: %w", err)
 	}
 	return nil

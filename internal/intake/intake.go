@@ -84,7 +84,7 @@ func (in *Intake) Apply(ctx context.Context, kind github.AppKind, event, deliver
 		if !Routed(kind, event, repoEv.data.Action) {
 			return "", ErrNotHandled
 		}
-		if c, ok := parsed.(*github.IssueCommentEvent); ok {
+		if c, ok := parsed.(*github.IssueCommentEvent); ok && kind == github.AppFixer {
 			if !in.fixCommand(kind, c) {
 				return "", ErrNotHandled
 			}

@@ -55,6 +55,8 @@ func TestDiffCoversEveryField(t *testing.T) {
 	// Every leaf of a parsed document that differs everywhere from the
 	// defaults shows up once, so a field added to the schema is audited.
 	p := mustParse(t, `{"features":{
+		"review":{"mode":"shadow","autoReview":false,"reviewDrafts":true,"skipAuthors":["dependabot[bot]"],
+			"pathFilters":["docs/**"],"instructions":"Prefer small functions.","maxFindings":5,"minSeverity":"medium"},
 		"fix":{"mode":"auto","triggerLabels":["a"],"setupCommand":"s","testCommand":"t","lintCommand":"l",
 			"egress":"registries","registries":["pypi.org"],"deniedPaths":["d"],"allowedPaths":["a"],
 			"allowLockfiles":true,"reviewFixes":"commit","maxRunsPerIssuePerDay":3,"maxRunsPerDay":6,

@@ -12,6 +12,16 @@
 //	{
 //	  "version": 1,
 //	  "features": {
+//	    "review": {
+//	      "mode": "on",
+//	      "autoReview": true,
+//	      "reviewDrafts": false,
+//	      "skipAuthors": [],
+//	      "pathFilters": [],
+//	      "instructions": "",
+//	      "maxFindings": 20,
+//	      "minSeverity": "info"
+//	    },
 //	    "fix": {
 //	      "mode": "approval",
 //	      "triggerLabels": ["quavon:fix"],
@@ -61,6 +71,27 @@
 // # Fields
 //
 // version: 1, the only version.
+//
+// features.review (the pull-request review by the model):
+//   - mode: "off" | "shadow" (run and store, publish nothing) | "on"
+//     (default).
+//   - autoReview: true (default) reviews on opened, reopened, synchronize
+//     and ready_for_review; false leaves only "@<review-app> review" (a
+//     write or admin user's command, always a full review).
+//   - reviewDrafts: false (default) skips draft pull requests
+//     automatically; the command still reviews them.
+//   - skipAuthors: up to 100 logins (e.g. "dependabot[bot]") whose pull
+//     requests are not reviewed automatically, case-insensitive.
+//   - pathFilters: up to 100 path patterns (below) left out of the model's
+//     review and listed as skipped; the scanners still scan them.
+//     Lockfiles, generated and vendored files are always left out.
+//   - instructions: up to 4096 bytes of the maintainers' own guidance to
+//     the reviewer (trusted: set only through the API; no control or
+//     bidirectional characters but newline and tab).
+//   - maxFindings: 1..100, default 20: inline comments per review, most
+//     severe first; the summary counts the rest.
+//   - minSeverity: "critical" | "high" | "medium" | "low" | "info"
+//     (default): findings below it are not kept.
 //
 // features.fix (the fix agent and review fixes):
 //   - mode: "off" (default for every repository) | "approval" | "auto".

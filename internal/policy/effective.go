@@ -127,6 +127,11 @@ func (e Effective) ReviewFixDelivery() ReviewFixes {
 	return known(e.Policy.Features.Fix.ReviewFixes, ReviewFixesOff, ReviewFixesStackedPR, ReviewFixesCommit)
 }
 
+// ReviewMode is the effective mode of the LLM review.
+func (e Effective) ReviewMode() Mode {
+	return known(e.Policy.Features.Review.Mode, ModeOff, ModeShadow, ModeOn)
+}
+
 // SASTMode is the effective mode of the deterministic scanners.
 func (e Effective) SASTMode() Mode {
 	return known(e.Policy.Features.SAST.Mode, ModeOff, ModeShadow, ModeOn)

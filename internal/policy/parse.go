@@ -278,7 +278,7 @@ func Marshal(p Policy) ([]byte, error) {
 		return nil, invalid(errs...)
 	}
 	f := &p.Features.Fix
-	for _, s := range []*[]string{&f.TriggerLabels, &f.Registries, &f.DeniedPaths, &f.AllowedPaths} {
+	for _, s := range []*[]string{&f.TriggerLabels, &f.Registries, &f.DeniedPaths, &f.AllowedPaths, &p.Features.Review.SkipAuthors, &p.Features.Review.PathFilters} {
 		if *s == nil {
 			*s = []string{}
 		}

@@ -184,6 +184,17 @@ func TestParseRefusesEachField(t *testing.T) {
 
 		{"acceptance mode unknown", `{"features":{"acceptance":{"mode":"strict"}}}`, "/features/acceptance/mode", CodeInvalidEnum},
 		{"acceptance mode auto", `{"features":{"acceptance":{"mode":"auto"}}}`, "/features/acceptance/mode", CodeInvalidEnum},
+
+		{"review mode auto", `{"features":{"review":{"mode":"auto"}}}`, "/features/review/mode", CodeInvalidEnum},
+		{"review maxFindings 0", `{"features":{"review":{"maxFindings":0}}}`, "/features/review/maxFindings", CodeOutOfRange},
+		{"review maxFindings 101", `{"features":{"review":{"maxFindings":101}}}`, "/features/review/maxFindings", CodeOutOfRange},
+		{"review minSeverity", `{"features":{"review":{"minSeverity":"severe"}}}`, "/features/review/minSeverity", CodeInvalidEnum},
+		{"review skipAuthors login", `{"features":{"review":{"skipAuthors":["a b"]}}}`, "/features/review/skipAuthors/0", CodeInvalidEnum},
+		{"review skipAuthors duplicate", `{"features":{"review":{"skipAuthors":["Bot[bot]","bot[bot]"]}}}`, "/features/review/skipAuthors/1", CodeDuplicate},
+		{"review pathFilters pattern", `{"features":{"review":{"pathFilters":["../x"]}}}`, "/features/review/pathFilters/0", CodeInvalidPattern},
+		{"review instructions long", `{"features":{"review":{"instructions":"` + strings.Repeat("x", 4097) + `"}}}`, "/features/review/instructions", CodeTooLong},
+		{"review instructions bidi", `{"features":{"review":{"instructions":"a\u202eb"}}}`, "/features/review/instructions", CodeInvalidCommand},
+		{"review autoReview string", `{"features":{"review":{"autoReview":"yes"}}}`, "/features/review/autoReview", CodeInvalidType},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -62,9 +62,36 @@ type Policy struct {
 
 // Features groups the per-feature settings.
 type Features struct {
+	Review     Review     `json:"review"`
 	Fix        Fix        `json:"fix"`
 	SAST       SAST       `json:"sast"`
 	Acceptance Acceptance `json:"acceptance"`
+}
+
+// Review configures the pull-request review (the LLM reviewer; the
+// scanners and the acceptance check have their own sections). It is set
+// only through the API: repository files are never read as configuration.
+type Review struct {
+	Mode Mode `json:"mode"`
+	// AutoReview reviews on opened, reopened, synchronize and
+	// ready_for_review; without it only "@<review-app> review" does.
+	AutoReview bool `json:"autoReview"`
+	// ReviewDrafts reviews draft pull requests automatically too.
+	ReviewDrafts bool `json:"reviewDrafts"`
+	// SkipAuthors are logins whose pull requests are not reviewed
+	// automatically (e.g. "dependabot[bot]"), matched case-insensitively.
+	SkipAuthors []string `json:"skipAuthors"`
+	// PathFilters are path patterns (see [MatchPath]) left out of the LLM
+	// review; they are listed as skipped.
+	PathFilters []string `json:"pathFilters"`
+	// Instructions are the maintainers' own words to the reviewer
+	// (trusted: only API callers with the right role set them).
+	Instructions string `json:"instructions"`
+	// MaxFindings caps the inline comments of one review (the rest are
+	// counted in the summary).
+	MaxFindings int `json:"maxFindings"`
+	// MinSeverity drops findings below it.
+	MinSeverity sast.Severity `json:"minSeverity"`
 }
 
 // Fix configures the Issue→Draft PR fix agent and review fixes.
@@ -140,6 +167,11 @@ type Acceptance struct {
 // Defaults. Every one is also the value a stored document gets for a field
 // it omits.
 const (
+	DefaultReviewMode        = ModeOn
+	DefaultAutoReview        = true
+	DefaultReviewMaxFindings = 20
+	DefaultMinSeverity       = sast.SeverityInfo
+
 	DefaultFixMode               = FixOff
 	DefaultEgress                = EgressNone
 	DefaultReviewFixes           = ReviewFixesOff
@@ -170,6 +202,12 @@ func Default() Policy {
 	return Policy{
 		Version: SchemaVersion,
 		Features: Features{
+			Review: Review{
+				Mode:        DefaultReviewMode,
+				AutoReview:  DefaultAutoReview,
+				MaxFindings: DefaultReviewMaxFindings,
+				MinSeverity: DefaultMinSeverity,
+			},
 			Fix: Fix{
 				Mode:                  DefaultFixMode,
 				Egress:                DefaultEgress,
@@ -204,6 +242,7 @@ func Default() Policy {
 // validate: every feature off.
 func off() Policy {
 	p := Default()
+	p.Features.Review.Mode = ModeOff
 	p.Features.Fix.Mode = FixOff
 	p.Features.Fix.ReviewFixes = ReviewFixesOff
 	p.Features.SAST.Mode = ModeOff

@@ -5,6 +5,7 @@ import (
 
 	"fmt"
 	"path"
+	"regexp"
 	"strconv"
 	"strings"
 	"unicode"
@@ -88,6 +89,9 @@ const (
 	// MaxDisabledRules caps features.sast.disabledRules.
 	MaxDisabledRules = 200
 	MaxPatternBytes  = 512
+	// MaxInstructionsBytes caps features.review.instructions.
+	MaxInstructionsBytes = 4096
+	MaxSkipAuthors       = 100
 )
 
 // intRange bounds one integer field.
@@ -107,6 +111,7 @@ var (
 	rangeSetup              = intRange{1, 3600}
 	rangeContextLines       = intRange{0, 1000}
 	rangeMaxFindings        = intRange{1, 25_000}
+	rangeReviewMaxFindings  = intRange{1, 100}
 )
 
 type checker struct{ errs []FieldError }
@@ -141,6 +146,7 @@ func (p Policy) Validate() []FieldError {
 	if p.Version != SchemaVersion {
 		c.add("/version", CodeInvalidEnum, "want %d", SchemaVersion)
 	}
+	c.review("/features/review", p.Features.Review)
 	c.fix("/features/fix", p.Features.Fix)
 	c.sast("/features/sast", p.Features.SAST)
 	enum(&c, "/features/acceptance/mode", p.Features.Acceptance.Mode, ModeOff, ModeShadow, ModeOn)
@@ -195,6 +201,30 @@ func (c *checker) fix(base string, f Fix) {
 		c.add(lb+"/setupSeconds", CodeConflict, "setupSeconds exceeds wallClockSeconds")
 	}
 }
+
+func (c *checker) review(base string, r Review) {
+	enum(c, base+"/mode", r.Mode, ModeOff, ModeShadow, ModeOn)
+	list(c, base+"/skipAuthors", r.SkipAuthors, MaxSkipAuthors, strings.ToLower, func(p, login string) {
+		if !loginRE.MatchString(login) {
+			c.add(p, CodeInvalidEnum, "want a GitHub login (letters, digits, -, optionally ending in [bot])")
+		}
+	})
+	list(c, base+"/pathFilters", r.PathFilters, MaxPatterns, strings.ToLower, c.pattern)
+	switch {
+	case len(r.Instructions) > MaxInstructionsBytes:
+		c.add(base+"/instructions", CodeTooLong, "want at most %d bytes", MaxInstructionsBytes)
+	case strings.ContainsFunc(r.Instructions, func(ch rune) bool {
+		return (unicode.IsControl(ch) && ch != '\n' && ch != '\t') || isBidiControl(ch)
+	}):
+		c.add(base+"/instructions", CodeInvalidCommand, "control or bidirectional characters")
+	}
+	c.rng(base+"/maxFindings", int64(r.MaxFindings), rangeReviewMaxFindings)
+	enum(c, base+"/minSeverity", r.MinSeverity, sast.SeverityCritical, sast.SeverityHigh, sast.SeverityMedium,
+		sast.SeverityLow, sast.SeverityInfo)
+}
+
+// loginRE is a GitHub login, or an app's bot login.
+var loginRE = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(\[bot\])?$`)
 
 func (c *checker) sast(base string, s SAST) {
 	enum(c, base+"/mode", s.Mode, ModeOff, ModeShadow, ModeOn)

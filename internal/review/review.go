@@ -31,6 +31,19 @@
 // Every text field is untrusted model or tool output: it is stored
 // secret-redacted and capped, and sanitised by the publisher before
 // anyone sees it.
+//
+// # From a review to its outputs
+//
+// The review itself (internal/review/engine) hands its results to:
+//
+//   - Verify: a model finding is kept only on a changed line of a changed
+//     file with its quote at those lines (else dropped_unverified);
+//   - Join: scanner findings badged and grouped across tools by weakness,
+//     the model's duplicates merged into them;
+//   - Classify: against Shown and the last completed run: new, repeated
+//     (never posted again), dismissed (never posted again), resolved;
+//   - NewPayload: the typed content of the review and check run outputs,
+//     which the publisher renders (Payload.Render).
 package review
 
 import (

@@ -461,6 +461,16 @@ func CancelActive(ctx context.Context, tx pgx.Tx, repositoryID string, pr int, k
 	return cancel(ctx, tx, `repository_id = $1 AND pr_number = $2 AND ($3 = '' OR head_sha <> $3)`, repositoryID, pr, keep, reason, supersededBy)
 }
 
+// CancelOthers cancels the pull request's queued and running runs other
+// than run keep (a forced review supersedes every other run, its own
+// head's included), with keep as superseded_by.
+func CancelOthers(ctx context.Context, tx pgx.Tx, repositoryID string, pr int, keep, reason string) ([]string, error) {
+	if !ReasonRE.MatchString(reason) || keep == "" {
+		return nil, fmt.Errorf("review.CancelOthers: %w: reason %q, keep %q", ErrInvalid, reason, keep)
+	}
+	return cancel(ctx, tx, `repository_id = $1 AND pr_number = $2 AND id::text <> $3`, repositoryID, pr, keep, reason, keep)
+}
+
 // CancelHead cancels the pull request's queued and running runs of head.
 func CancelHead(ctx context.Context, tx pgx.Tx, repositoryID string, pr int, head, reason, supersededBy string) ([]string, error) {
 	if !ReasonRE.MatchString(reason) || !ValidSHA(head) {

@@ -120,6 +120,22 @@ func NewPlan(ctx context.Context, dir, base string, lim Limits) (*Plan, error) {
 	if p.MergeBase, err = r.MergeBase(ctx, baseID, p.Head); err != nil {
 		return nil, fmt.Errorf("%s and HEAD have no merge base", p.Base)
 	}
+	return p.fill(ctx, lim)
+}
+
+// NewPlanOf lists what changed from the commit mergeBase to the commit
+// head of r (a worker's bare cache): the review's scan of a pull request.
+func NewPlanOf(ctx context.Context, r *gitrepo.Repo, mergeBase, head string, lim Limits) (*Plan, error) {
+	if !gitrepo.ValidOID(mergeBase) || !gitrepo.ValidOID(head) {
+		return nil, errors.New("scan.NewPlanOf: want commit ids")
+	}
+	p := &Plan{Base: mergeBase, MergeBase: mergeBase, Head: head, blobs: map[string]string{}, repo: r}
+	return p.fill(ctx, lim)
+}
+
+// fill lists the change from MergeBase to Head.
+func (p *Plan) fill(ctx context.Context, lim Limits) (*Plan, error) {
+	r := p.repo
 	headTree, err := r.Tree(ctx, p.Head)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quavon/quavon/internal/fix"
+	"github.com/quavon/quavon/internal/fix/fixjob"
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/testenv/testbroker"
@@ -36,7 +37,8 @@ func (w *world) fixRuns(t *testing.T, n int) []string {
 
 // The eligibility matrix through the emulator's webhooks, the real API
 // intake and the assembled worker, with live permission checks through
-// the real token broker.
+// the real token broker. The worker has no fix model: an admitted run gets
+// its fix_run job, which ends it failed with model_unavailable.
 func TestFixTriggersThroughTheEmulator(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
@@ -51,6 +53,7 @@ func TestFixTriggersThroughTheEmulator(t *testing.T) {
 		w.gh.SetPermission("acme", "app", login, role)
 	}
 	w.gh.AddUser("eve")
+	admitted := "failed:" + fixjob.ReasonModelUnavailable
 	stop := w.startWorker(t, w.workerGitHubEnv(t)...)
 	defer stop()
 
@@ -69,7 +72,7 @@ func TestFixTriggersThroughTheEmulator(t *testing.T) {
 		}{name, want{n, runs}})
 	}
 	// Labels set at creation (issue templates) carry the creator as sender.
-	add("write user's template label", w.repo.AddIssue(githubfake.IssueOptions{Title: "a", Author: "wanda", Labels: []string{"quavon:fix"}}), "queued:")
+	add("write user's template label", w.repo.AddIssue(githubfake.IssueOptions{Title: "a", Author: "wanda", Labels: []string{"quavon:fix"}}), admitted)
 	add("triage user's template label", w.repo.AddIssue(githubfake.IssueOptions{Title: "b", Author: "tom", Labels: []string{"quavon:fix"}}), "ineligible:"+fix.ReasonActorNoWrite)
 	add("outsider's template label", w.repo.AddIssue(githubfake.IssueOptions{Title: "c", Author: "eve", Labels: []string{"quavon:fix"}}), "ineligible:"+fix.ReasonActorNoWrite)
 	add("other label", w.repo.AddIssue(githubfake.IssueOptions{Title: "d", Author: "wanda", Labels: []string{"bug"}}))
@@ -90,7 +93,7 @@ func TestFixTriggersThroughTheEmulator(t *testing.T) {
 	w.repo.AddComment(n, "adam", "Could you look at this?\n\n@Quavon-Fixer fix please")
 	w.repo.AddComment(n, "wanda", "@quavon-fixer fix")
 	w.repo.AddComment(n, "wanda", "@quavon-fixer fix")
-	add("an admin's comment, then two more triggers (the issue cap is 2)", n, "queued:", "queued:",
+	add("an admin's comment, then two more triggers (the issue cap is 2)", n, admitted, admitted,
 		"ineligible:"+fix.ReasonCapIssue)
 	w.repo.Commit("feature", map[string]string{"x.go": "package x\n"}, "x")
 	pr := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "pr", Author: "wanda", Head: "feature"})
@@ -100,10 +103,11 @@ func TestFixTriggersThroughTheEmulator(t *testing.T) {
 	w.repo.AddComment(n, w.fixer.Bot.Login, "@quavon-fixer fix")
 	add("the Fixer app's own comment", n, "ineligible:"+fix.ReasonActorNotUser)
 
-	waitFor(t, "every event processed", func() bool {
+	waitFor(t, "every event processed and every admitted run taken", func() bool {
 		var pending int
 		w.in(t, func(tx pgx.Tx) error {
-			return tx.QueryRow(ctx, `SELECT count(*) FROM webhook_events WHERE processed_at IS NULL`).Scan(&pending)
+			return tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM webhook_events WHERE processed_at IS NULL)
+				+ (SELECT count(*) FROM fix_runs WHERE status IN ('queued', 'running'))`).Scan(&pending)
 		})
 		return pending == 0
 	})
@@ -140,5 +144,6 @@ func (w *world) workerGitHubEnv(t *testing.T) []string {
 	}
 	return []string{"QUAVON_BROKER_ADDR=" + b.Addr, "QUAVON_BROKER_CREDENTIAL_FILE=" + cred,
 		"QUAVON_GITHUB_API_URL=" + w.gh.URL + "/", "QUAVON_GITHUB_GRAPHQL_URL=" + w.gh.URL + "/graphql",
+		"QUAVON_GIT_CACHE_DIR=" + t.TempDir(), "QUAVON_GITHUB_GIT_URL=" + w.gh.URL + "/",
 		fmt.Sprintf("QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY=%d", 50)}
 }

@@ -4,25 +4,30 @@
 //
 // The jobs it works today:
 //
-//	review       pull_request_event  pull_request synchronize and closed (internal/intake/handle)
+//	review       pull_request_event  pull_request opened, reopened, ready_for_review, synchronize
+//	                                 and closed (internal/intake/handle): queue and supersede review runs
+//	             review_run          one review run (internal/review/job), with Options.Review
 //	fix          issue_event         issues closed, transferred, deleted (internal/intake/handle)
 //	             fix_trigger         issues labeled, "@<fixer> fix" comments: eligibility and caps (fix.Admit)
+//	             fix_run             one admitted fix run (internal/fix/fixjob), with Options.Fix
 //	maintenance  retention_sweep     hourly and at start (internal/retention)
 //	             approval_expiry     every minute and at start (internal/fix)
 //
-// Review runs and fix runs get their job kinds with the review and the fix
-// agent; until then intake stores no event they would act on (there is no
-// job kind here that does nothing).
+// Review and fix runs share one set of parts built from the settings
+// (parts.go): one broker client, GitHub connection, git cache and sandbox
+// client.
 //
 // Shutdown: when ctx ends, River stops fetching and running jobs get
 // QUAVON_WORKER_SHUTDOWN_GRACE to finish; then their contexts are
-// cancelled. Every job applies its work in one transaction that also
+// cancelled. Every event job applies its work in one transaction that also
 // completes the job, so an interrupted job rolls back whole and fails with
-// the reason (River retries it later): nothing is ever half-applied.
+// the reason (River retries it later): nothing is ever half-applied. A run
+// job (review_run, fix_run) writes its run in short transactions; a fix
+// run interrupted while its agent ran is failed by the retry, never run
+// twice (internal/fix/fixjob).
 package worker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,14 +42,15 @@ import (
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/fix"
-	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/fix/fixjob"
 	"github.com/quavon/quavon/internal/intake"
 	"github.com/quavon/quavon/internal/intake/handle"
+	"github.com/quavon/quavon/internal/mention"
 	"github.com/quavon/quavon/internal/metrics"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/retention"
-	"github.com/quavon/quavon/internal/secretfile"
+	reviewjob "github.com/quavon/quavon/internal/review/job"
 )
 
 // Intervals of the periodic maintenance jobs.
@@ -64,6 +70,8 @@ type Service struct {
 	log     *slog.Logger
 	grace   time.Duration
 	metrics *workerMetrics
+	// release closes what the review runs opened (Valkey).
+	release func()
 }
 
 // workerMetrics are the worker's /metrics: River's job events and the
@@ -77,7 +85,8 @@ type workerMetrics struct {
 
 // kinds are the job kinds the worker registers (the closed set of the
 // kind label).
-var kinds = []string{retention.Args{}.Kind(), fix.ExpiryArgs{}.Kind(), intake.PullRequestEventArgs{}.Kind(), intake.IssueEventArgs{}.Kind()}
+var kinds = []string{retention.Args{}.Kind(), fix.ExpiryArgs{}.Kind(), intake.PullRequestEventArgs{}.Kind(), intake.IssueEventArgs{}.Kind(),
+	intake.ReviewCommentEventArgs{}.Kind(), intake.FixTriggerArgs{}.Kind(), reviewjob.RunArgs{}.Kind(), fixjob.RunArgs{}.Kind()}
 
 // queueCounts reads the queue depths for /metrics: one grouped count over
 // River's table (the worker's role may read it; no tenant data).
@@ -95,19 +104,57 @@ func queueCounts(db *postgres.DB) metrics.QueueCounter {
 	}
 }
 
+// Options are the parts of the worker that need more than the database.
+type Options struct {
+	// Review runs review runs (review_run jobs) with these collaborators;
+	// nil: pull request events queue no review run.
+	Review *reviewjob.Deps
+	// Commands, with Review, acts on "@<ReviewAppSlug> review" comments,
+	// reading them and the commenter's permission live.
+	Commands      handle.LivePullRequests
+	ReviewAppSlug string
+	parser        *mention.Parser
+	// Live reads GitHub for fix triggers' eligibility (nil: triggers fail
+	// and are retried until the worker can read GitHub).
+	Live handle.LiveSource
+	// Fix runs admitted fix runs (fix_run jobs) with these collaborators;
+	// nil: admitted runs stay queued.
+	Fix *fixjob.Deps
+	// fromConfig builds Review, Commands, Live and Fix from the settings,
+	// sharing one set of parts (parts.go).
+	fromConfig bool
+}
+
 // workers registers every job kind the worker runs.
-func workers(db *postgres.DB, live handle.LiveSource, perTenant int) *river.Workers {
+func workers(db *postgres.DB, opt Options, perTenant int) *river.Workers {
 	w := river.NewWorkers()
-	river.AddWorker(w, &handle.FixTriggerWorker{DB: db, Live: live, PerTenant: perTenant})
+	river.AddWorker(w, &handle.FixTriggerWorker{DB: db, Live: opt.Live, PerTenant: perTenant, Runs: opt.Fix != nil})
+	if opt.Fix != nil {
+		river.AddWorker(w, &fixjob.Worker{DB: db, Deps: *opt.Fix})
+	}
 	river.AddWorker(w, &retention.Worker{DB: db})
 	river.AddWorker(w, &fix.ExpiryWorker{DB: db})
-	river.AddWorker(w, &handle.PullRequestEventWorker{DB: db})
+	river.AddWorker(w, &handle.PullRequestEventWorker{DB: db, Reviews: opt.Review != nil})
+	if opt.Review != nil {
+		river.AddWorker(w, &reviewjob.Worker{DB: db, Deps: *opt.Review})
+	}
+	if opt.Review != nil && opt.Commands != nil {
+		river.AddWorker(w, &handle.ReviewCommentEventWorker{DB: db, Parser: opt.parser, Live: opt.Commands})
+	} else {
+		river.AddWorker(w, &handle.ReviewCommentEventWorker{DB: db})
+	}
 	river.AddWorker(w, &handle.IssueEventWorker{DB: db})
 	return w
 }
 
-// New connects and builds the River client.
+// New connects and builds the River client, with review runs when the
+// settings enable them (QUAVON_BROKER_CREDENTIAL_FILE).
 func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Service, error) {
+	return NewWith(ctx, cfg, log, Options{fromConfig: true})
+}
+
+// NewWith is New with opt's parts.
+func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt Options) (*Service, error) {
 	for _, w := range cfg.Warnings {
 		log.Warn(w)
 	}
@@ -122,26 +169,21 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 	if err != nil {
 		return nil, err
 	}
-	var live handle.LiveSource
-	if cfg.BrokerClient.Addr != "" {
-		cred, err := secretfile.Read("QUAVON_BROKER_CREDENTIAL_FILE", cfg.BrokerClient.CredentialFile, 32)
-		if err != nil {
+	release := func() {}
+	if opt.fromConfig {
+		if opt, release, err = optionsFromConfig(ctx, cfg, db, log); err != nil {
 			db.Close()
-			return nil, err
+			return nil, fmt.Errorf("worker: %w", err)
 		}
-		tokens, err := github.NewBrokerClient(cfg.BrokerClient.Addr, bytes.TrimSpace(cred))
+	}
+	if opt.Commands != nil {
+		p, err := mention.New(opt.ReviewAppSlug)
 		if err != nil {
+			release()
 			db.Close()
-			return nil, err
+			return nil, fmt.Errorf("worker: the review app's slug: %w", err)
 		}
-		conn, err := github.NewConn(github.ConnConfig{APIURL: cfg.GitHub.APIURL, GraphQLURL: cfg.GitHub.GraphQLURL, Tokens: tokens, Logger: log})
-		if err != nil {
-			db.Close()
-			return nil, err
-		}
-		live = handle.ReaderSource(conn)
-	} else {
-		log.Warn("QUAVON_BROKER_ADDR is not set: fix triggers fail (and are retried) until the worker can read GitHub")
+		opt.parser = p
 	}
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger: log,
@@ -150,21 +192,25 @@ func New(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger) (*Servi
 			queues.Fix:         {MaxWorkers: wc.FixConcurrency},
 			queues.Maintenance: {MaxWorkers: wc.MaintenanceConcurrency},
 		},
-		Workers: workers(db, live, cfg.MaxFixRunsPerTenantPerDay),
+		Workers: workers(db, opt, cfg.MaxFixRunsPerTenantPerDay),
 		PeriodicJobs: []*river.PeriodicJob{
 			retention.PeriodicJob(RetentionInterval),
 			fix.ExpiryPeriodicJob(ExpiryInterval),
 		},
 		ErrorHandler: &errorLogger{log: log},
+		// Beyond the longest job's timeout (a fix run's, fixjob.Worker):
+		// a job still running is never rescued and run a second time.
+		RescueStuckJobsAfter: 90 * time.Minute,
 	})
 	if err != nil {
+		release()
 		db.Close()
 		return nil, err
 	}
 	reg := metrics.NewRegistry()
 	m := &workerMetrics{listen: cfg.MetricsListen, reg: reg, ready: make(chan string, 1),
 		recorder: metrics.NewWorker(reg, queues.All, kinds, queueCounts(db))}
-	return &Service{db: db, client: client, log: log, grace: wc.ShutdownGrace, metrics: m}, nil
+	return &Service{db: db, client: client, log: log, grace: wc.ShutdownGrace, metrics: m, release: release}, nil
 }
 
 // MetricsReady gets the metrics listener's address once Run has opened it
@@ -241,7 +287,12 @@ func (s *Service) InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, o
 }
 
 // Close releases the database pool.
-func (s *Service) Close() { s.db.Close() }
+func (s *Service) Close() {
+	if s.release != nil {
+		s.release()
+	}
+	s.db.Close()
+}
 
 // errorLogger logs failed jobs once, with their kind, queue and attempt;
 // job arguments are ids only, and error texts are the handlers' own (no

@@ -338,7 +338,7 @@ func TestWorkerAppliesWebhooks(t *testing.T) {
 		outcomes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	if len(outcomes) != 5 {
+	if len(outcomes) != 6 { // opened, synchronize, closed, and three issue events
 		t.Errorf("outcomes %v", outcomes)
 	}
 	var states string
@@ -360,6 +360,14 @@ func TestShutdownRollsBackAnInterruptedJob(t *testing.T) {
 	w.repo.Commit("feature", map[string]string{"a.go": "package a\n"}, "work")
 	pr := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "Feature", Author: "alice", Head: "feature"})
 	head := w.repo.Ref("feature")
+	// The opened event is not what this test is about: applied already.
+	w.in(t, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "UPDATE webhook_events SET processed_at = now(), outcome = 'test' WHERE action = 'opened'")
+		return err
+	})
+	if _, err := w.cp.Admin.Exec(ctx, "DELETE FROM river_job WHERE kind = 'pull_request_event'"); err != nil {
+		t.Fatal(err)
+	}
 	run := w.reviewRun(t, pr, head, true)
 	reviewFix, _ := w.fixAwaiting(t, fix.NewRun{Subject: fix.SubjectPullRequest, Number: pr, ReviewRunID: run,
 		Delivery: fix.DeliveryStackedPR, Mode: fix.ModeApproval, Trigger: fix.TriggerDashboard, Actor: fix.Actor{Login: "alice", ID: 9}}, head)
@@ -452,6 +460,8 @@ func TestEveryInsertedJobKindHasAWorker(t *testing.T) {
 			args = intake.IssueEventArgs{}
 		case intake.FixTriggerArgs{}.Kind():
 			args = intake.FixTriggerArgs{}
+		case intake.ReviewCommentEventArgs{}.Kind():
+			args = intake.ReviewCommentEventArgs{}
 		default:
 			t.Fatalf("job kind %s has no case here", kind)
 		}

@@ -163,6 +163,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Reason = ReasonModelError
 	}
 	if res.Reason != "" {
+		if res.Detail == "" && res.Err != nil {
+			// The budget's, the deadline's or the provider's error: its
+			// limit and scope, never a prompt.
+			res.Detail = clip(res.Err.Error(), 2048)
+		}
 		return res, nil
 	}
 	changes := ov.Changes()

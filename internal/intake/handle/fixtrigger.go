@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/quavon/quavon/internal/fix"
+	"github.com/quavon/quavon/internal/fix/fixjob"
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/intake"
 	"github.com/quavon/quavon/internal/policy"
@@ -49,7 +50,10 @@ type FixTriggerWorker struct {
 	Live LiveSource
 	// PerTenant is QUAVON_MAX_FIX_RUNS_PER_TENANT_PER_DAY.
 	PerTenant int
-	Now       func() time.Time
+	// Runs: this worker runs fix runs (fix_run jobs): an admitted run's
+	// job is inserted with the admission.
+	Runs bool
+	Now  func() time.Time
 }
 
 // Work applies one trigger.
@@ -99,6 +103,11 @@ func (w *FixTriggerWorker) apply(ctx context.Context, tx pgx.Tx, ev *storedEvent
 	switch {
 	case a.Run == nil:
 		return "ignored: " + a.Ignored, nil
+	case a.Admitted() && w.Runs:
+		if err := insertFixRun(ctx, tx, a.Run.ID); err != nil {
+			return "", err
+		}
+		return "fix run " + a.Run.ID + " admitted and queued", nil
 	case a.Admitted():
 		return "fix run " + a.Run.ID + " admitted", nil
 	}
@@ -142,4 +151,20 @@ func (l *lazyLive) Issue(ctx context.Context, number int) (github.Issue, error) 
 		return github.Issue{}, err
 	}
 	return live.Issue(ctx, number)
+}
+
+// insertFixRun inserts the admitted run's fix_run job in tx.
+func insertFixRun(ctx context.Context, tx pgx.Tx, runID string) error {
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return err
+	}
+	var tenant string
+	if err := tx.QueryRow(ctx, `SELECT quavon_current_tenant()::text`).Scan(&tenant); err != nil {
+		return err
+	}
+	if _, err := client.InsertTx(ctx, tx, fixjob.RunArgs{TenantID: tenant, RunID: runID}, nil); err != nil {
+		return fmt.Errorf("the fix run's job: %w", err)
+	}
+	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,8 +19,10 @@ import (
 
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/intake"
+	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish"
+	"github.com/quavon/quavon/internal/repos"
 	"github.com/quavon/quavon/internal/review"
 )
 
@@ -153,11 +156,80 @@ func endReviews(ctx context.Context, tx pgx.Tx, ids []string, reason string) err
 type PullRequestEventWorker struct {
 	river.WorkerDefaults[intake.PullRequestEventArgs]
 	DB *postgres.DB
+	// Reviews is true when this worker runs review runs (review_run jobs):
+	// only then do opened, reopened, ready_for_review and synchronize
+	// queue one.
+	Reviews bool
 }
 
 // Work applies one event.
 func (w *PullRequestEventWorker) Work(ctx context.Context, job *river.Job[intake.PullRequestEventArgs]) error {
-	return handle(ctx, w.DB, intake.EventArgs(job.Args), job, applyPullRequest)
+	return handle(ctx, w.DB, intake.EventArgs(job.Args), job, func(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error) {
+		out, err := applyPullRequest(ctx, tx, ev)
+		if err != nil || ev.Action == "closed" {
+			return out, err
+		}
+		started, err := w.startReview(ctx, tx, ev)
+		if err != nil {
+			return "", err
+		}
+		if out == "" {
+			return started, nil
+		}
+		return out + "; " + started, nil
+	})
+}
+
+var reviewTriggers = map[string]review.Trigger{
+	"opened": review.TriggerOpened, "reopened": review.TriggerReopened, "ready_for_review": review.TriggerReadyForReview,
+	"synchronize": review.TriggerSynchronize,
+}
+
+// startReview records the review run of the event's head and inserts its
+// job, when the effective policy asks for an automatic review: mode not
+// off, autoReview, not a draft (unless reviewDrafts), an author not in
+// skipAuthors. A head that has a run already gets none (redeliveries,
+// the same head from two events). Runs of other heads are superseded.
+func (w *PullRequestEventWorker) startReview(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error) {
+	trigger, ok := reviewTriggers[ev.Action]
+	switch {
+	case !ok:
+		return "no review", nil
+	case !w.Reviews:
+		return "review runs are not configured on this worker", nil
+	case ev.Data.State == "closed":
+		return "closed: no review", nil
+	}
+	var visibility string
+	if err := tx.QueryRow(ctx, `SELECT visibility FROM repositories WHERE id = $1`, ev.RepositoryID).Scan(&visibility); err != nil {
+		return "", err
+	}
+	doc, _, err := repos.Policy(ctx, tx, ev.RepositoryID, false)
+	if err != nil {
+		return "", err
+	}
+	eff := policy.Resolve(doc, policy.RepoFacts{Private: visibility != "public"})
+	rp := eff.Policy.Features.Review
+	switch {
+	case eff.ReviewMode() == policy.ModeOff && eff.SASTMode() == policy.ModeOff:
+		return "review off", nil
+	case !rp.AutoReview:
+		return "autoReview off", nil
+	case ev.Data.Draft && !rp.ReviewDrafts:
+		return "draft: not reviewed", nil
+	case slices.ContainsFunc(rp.SkipAuthors, func(l string) bool { return strings.EqualFold(l, ev.Data.Author) }):
+		return "author skipped", nil
+	}
+	run, created, err := review.Create(ctx, tx, review.NewRun{RepositoryID: ev.RepositoryID, PRNumber: ev.Number,
+		HeadSHA: ev.Data.HeadSHA, HeadRef: ev.Data.HeadRef, BaseRef: ev.Data.BaseRef, BaseSHA: ev.Data.BaseSHA,
+		HeadRepoExternalID: ev.Data.HeadRepoID, Draft: ev.Data.Draft, Author: ev.Data.Author, Trigger: trigger, EventID: ev.ID})
+	if err != nil {
+		return "", err
+	}
+	if !created {
+		return "the head has a review run", nil
+	}
+	return queueRun(ctx, tx, ev, run)
 }
 
 func applyPullRequest(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error) {
@@ -165,6 +237,8 @@ func applyPullRequest(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, 
 	var fixes int
 	var err error
 	switch ev.Action {
+	case "opened", "reopened", "ready_for_review":
+		return "", nil
 	case "synchronize":
 		if cancelled, err = review.CancelHead(ctx, tx, ev.RepositoryID, ev.Number, ev.Data.Before, review.ReasonSuperseded, ""); err != nil {
 			return "", err

@@ -253,14 +253,15 @@ const (
 	SkipGenerated SkipReason = "generated"
 	SkipVendored  SkipReason = "vendored"
 	SkipLockfile  SkipReason = "lockfile"
-	SkipFileLimit SkipReason = "file_limit" // beyond the review's file cap
-	SkipNotText   SkipReason = "not_text"   // not UTF-8
+	SkipFileLimit SkipReason = "file_limit"  // beyond the review's file cap
+	SkipNotText   SkipReason = "not_text"    // not UTF-8
+	SkipFiltered  SkipReason = "path_filter" // excluded by the policy's review.pathFilters
 )
 
 var skipText = map[SkipReason]string{
 	SkipBinary: "binary file", SkipTooLarge: "too large to review", SkipGenerated: "generated file",
 	SkipVendored: "vendored code", SkipLockfile: "lockfile", SkipFileLimit: "over the review's file limit",
-	SkipNotText: "not UTF-8 text",
+	SkipNotText: "not UTF-8 text", SkipFiltered: "excluded by the review's path filters",
 }
 
 // Usage is what the model calls of a run used.

@@ -1,0 +1,159 @@
+package review
+
+import (
+	"slices"
+
+	"github.com/quavon/quavon/internal/publish/render"
+	"github.com/quavon/quavon/internal/sast"
+)
+
+// PayloadVersion is the version of Payload's shape.
+const PayloadVersion = 1
+
+// Payload is the typed content of a review run's outputs (pending_outputs
+// kinds review and check_run): the publisher renders it with
+// internal/publish/render (Payload.Render) and never sees rendered text
+// from the run. Text fields are untrusted and stored redacted; the
+// renderer sanitises them.
+type Payload struct {
+	Version int    `json:"version"`
+	RunID   string `json:"runId"`
+	PR      int    `json:"pr"`
+	HeadSHA string `json:"headSha"`
+	// Model is the model of the LLM review ("" when it did not run);
+	// ModelFailed says why it did not complete.
+	Model       string `json:"model,omitempty"`
+	ModelFailed string `json:"modelFailed,omitempty"`
+	// Inline are the new findings posted as comments (at most the
+	// policy's maxFindings, most severe first); Outside are new findings
+	// listed in the summary only: those on no changed line, and those
+	// beyond the cap (Capped counts these).
+	Inline   []PayloadFinding `json:"inline"`
+	Outside  []PayloadFinding `json:"outside"`
+	Capped   int              `json:"capped"`
+	Repeated int              `json:"repeated"`
+	Resolved []PayloadFinding `json:"resolved"`
+	// SAST is nil when the scanners are off.
+	SAST    *PayloadSAST  `json:"sast,omitempty"`
+	Skipped []SkippedFile `json:"skipped"`
+	Usage   Usage         `json:"usage"`
+	// Incomplete is set (Quavon's words) when the run failed and only a
+	// short "review incomplete" note is to be published.
+	Incomplete string `json:"incomplete,omitempty"`
+}
+
+// PayloadFinding is one finding of a payload.
+type PayloadFinding struct {
+	Fingerprint string   `json:"fingerprint"`
+	Source      Source   `json:"source"`
+	Tools       []string `json:"tools,omitempty"`
+	RuleIDs     []string `json:"ruleIds,omitempty"`
+	Weakness    string   `json:"weakness,omitempty"`
+	Path        string   `json:"path"`
+	StartLine   int      `json:"startLine"`
+	EndLine     int      `json:"endLine"`
+	Severity    string   `json:"severity"`
+	Title       string   `json:"title"`
+	Body        string   `json:"body,omitempty"`
+}
+
+// PayloadSAST is the scanners' part.
+type PayloadSAST struct {
+	// Failed says why the scanner job did not run or return.
+	Failed string           `json:"failed,omitempty"`
+	Tools  []PayloadToolRun `json:"tools"`
+}
+
+// PayloadToolRun is one scanner's outcome.
+type PayloadToolRun struct {
+	Tool     string      `json:"tool"`
+	Status   sast.Status `json:"status"`
+	Findings int         `json:"findings"`
+	Detail   string      `json:"detail,omitempty"`
+}
+
+func payloadFinding(f Finding) PayloadFinding {
+	return PayloadFinding{Fingerprint: f.Fingerprint, Source: f.Source, Tools: f.Tools, RuleIDs: f.RuleIDs, Weakness: f.Weakness,
+		Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine, Severity: f.Severity, Title: safeText(f.Title, MaxTitleBytes),
+		Body: safeText(f.Body, MaxBodyBytes)}
+}
+
+// NewPayload builds a run's payload from its classified findings: new
+// findings on changed lines go inline, most severe first, up to
+// maxFindings; the rest of the new ones are listed in the summary.
+func NewPayload(run *Run, c Classified, changed sast.ChangedLines, maxFindings int) Payload {
+	p := Payload{Version: PayloadVersion, RunID: run.ID, PR: run.PRNumber, HeadSHA: run.HeadSHA,
+		Inline: []PayloadFinding{}, Outside: []PayloadFinding{}, Resolved: []PayloadFinding{}, Skipped: []SkippedFile{},
+		Repeated: len(c.Repeated)}
+	fresh := slices.Clone(c.New)
+	SortFindings(fresh)
+	for _, f := range fresh {
+		switch {
+		case !changed.Contains(f.Path, f.StartLine, f.EndLine, 0):
+			p.Outside = append(p.Outside, payloadFinding(f))
+		case len(p.Inline) < maxFindings:
+			p.Inline = append(p.Inline, payloadFinding(f))
+		default:
+			p.Capped++
+			p.Outside = append(p.Outside, payloadFinding(f))
+		}
+	}
+	for _, f := range c.Resolved {
+		p.Resolved = append(p.Resolved, payloadFinding(f))
+	}
+	return p
+}
+
+func (f PayloadFinding) render() render.Finding {
+	var srcs []render.Source
+	for i, t := range f.Tools {
+		if t == ToolLLM {
+			srcs = append(srcs, render.Source{Kind: render.SourceModel})
+			continue
+		}
+		s := render.Source{Kind: render.SourceScanner, Tool: t}
+		if i < len(f.RuleIDs) {
+			s.RuleID = f.RuleIDs[i]
+		}
+		if len(f.Weakness) > 4 && f.Weakness[:4] == "CWE-" {
+			s.CWE = f.Weakness
+		}
+		srcs = append(srcs, s)
+	}
+	if f.Source == SourceLLM {
+		srcs = []render.Source{{Kind: render.SourceModel}}
+	}
+	return render.Finding{Severity: sast.Severity(f.Severity), Title: f.Title, Body: f.Body, Path: f.Path, Line: f.StartLine,
+		EndLine: f.EndLine, Sources: srcs, Fingerprint: f.Fingerprint}
+}
+
+// Render is the payload as internal/publish/render takes it, with the
+// publisher's intent marker.
+func (p Payload) Render(marker render.Marker) render.Review {
+	rv := render.Review{Marker: marker, HeadSHA: p.HeadSHA, Model: p.Model, ModelFailed: p.ModelFailed, Repeated: p.Repeated,
+		Usage: render.Usage{Calls: p.Usage.Calls, InputTokens: p.Usage.InputTokens, OutputTokens: p.Usage.OutputTokens,
+			CostMicroUSD: p.Usage.CostMicros}}
+	if p.Incomplete != "" && rv.ModelFailed == "" {
+		rv.ModelFailed = p.Incomplete
+	}
+	for _, f := range p.Inline {
+		rv.Inline = append(rv.Inline, f.render())
+	}
+	for _, f := range p.Outside {
+		rv.Outside = append(rv.Outside, f.render())
+	}
+	for _, f := range p.Resolved {
+		rv.Resolved = append(rv.Resolved, render.FindingRef{Severity: sast.Severity(f.Severity), Title: f.Title, Path: f.Path, Line: f.StartLine})
+	}
+	if p.SAST != nil {
+		rv.SAST = &render.SAST{Failed: p.SAST.Failed}
+		for _, t := range p.SAST.Tools {
+			rv.SAST.Tools = append(rv.SAST.Tools, render.ToolRun{Tool: t.Tool, Status: t.Status, Findings: t.Findings,
+				Incomplete: t.Status == sast.StatusPartial, Detail: t.Detail})
+		}
+	}
+	for _, s := range p.Skipped {
+		rv.Skipped = append(rv.Skipped, render.Skipped{Path: s.Path, Reason: render.SkipReason(s.Reason)})
+	}
+	return rv
+}
