@@ -38,6 +38,24 @@ func (p *providerModels) ReviewModel(_ context.Context, tenant string) (llm.Mode
 	return b.Model(p.model), b, nil
 }
 
+// acceptanceModels gives each acceptance check the configured acceptance
+// model inside a budget of its own (feature acceptance: its own run and
+// daily ceilings).
+type acceptanceModels struct {
+	model llm.Model
+	cfg   config.LLM
+	db    *postgres.DB
+	log   *slog.Logger
+}
+
+func (p *acceptanceModels) AcceptanceModel(_ context.Context, tenant string) (llm.Model, *llm.Budget, error) {
+	b, err := provider.RunBudget(p.cfg, llm.FeatureAcceptance, p.db, postgres.TenantID(tenant), p.log)
+	if err != nil {
+		return nil, nil, err
+	}
+	return b.Model(p.model), b, nil
+}
+
 // reviewOptions builds the review runs' collaborators from the settings:
 // the broker's client (read tokens only), the git cache, the sandbox
 // client (when a pool key is configured) and the review model (when one
@@ -67,7 +85,7 @@ func reviewOptions(ctx context.Context, cfg config.WorkerConfig, db *postgres.DB
 	}
 	gh := &reviewjob.GitHub{Conn: conn, Tokens: broker, Cache: cache,
 		GitURL: func(r reviewjob.Repo) string { return rc.GitURL + r.FullName() + ".git" }}
-	deps := &reviewjob.Deps{Fetch: gh, PRs: gh, Log: log}
+	deps := &reviewjob.Deps{Fetch: gh, PRs: gh, Issues: gh.Issues, Log: log}
 	closers := []func(){}
 	closeAll := func() {
 		for _, c := range closers {
@@ -109,6 +127,16 @@ func reviewOptions(ctx context.Context, cfg config.WorkerConfig, db *postgres.DB
 		return Options{}, none, err
 	default:
 		deps.Models = &providerModels{model: m, cfg: cfg.LLM, db: db, log: log}
+	}
+	am, err := provider.FromConfig(cfg.LLM, llm.FeatureAcceptance, log)
+	switch {
+	case errors.Is(err, provider.ErrNotConfigured):
+		log.Warn("acceptance checks without a model: criteria are listed unclear")
+	case err != nil:
+		closeAll()
+		return Options{}, none, err
+	default:
+		deps.Acceptance = &acceptanceModels{model: am, cfg: cfg.LLM, db: db, log: log}
 	}
 	opt := Options{Review: deps}
 	if rc.ReviewAppSlug != "" {
