@@ -257,12 +257,16 @@ func TestObserveKeepsTheTableInStep(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in(func(tx pgx.Tx) error { return check.Observe(ctx, tx, w.seed.Repository, 9, "open", false, check.EventChanged) })
+	in(func(tx pgx.Tx) error {
+		return check.Observe(ctx, tx, w.seed.Repository, 9, "open", false, check.EventChanged)
+	})
 	s := w.run(t, 30, sha('f'), "9-x", "")
 	if len(s.Criteria.Criteria) != 1 || !strings.Contains(s.Criteria.Criteria[0].Text, "second") {
 		t.Errorf("after an edit: %+v", s.Criteria)
 	}
-	in(func(tx pgx.Tx) error { return check.Observe(ctx, tx, w.seed.Repository, 9, "open", false, check.EventTransferred) })
+	in(func(tx pgx.Tx) error {
+		return check.Observe(ctx, tx, w.seed.Repository, 9, "open", false, check.EventTransferred)
+	})
 	in(func(tx pgx.Tx) error {
 		err := check.StoreRead(ctx, tx, w.seed.Repository, check.Issue{Number: 9, State: "open", Visibility: "private", Body: "- [ ] back"})
 		if err != nil {
