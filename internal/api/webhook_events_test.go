@@ -107,10 +107,10 @@ func TestRepositoryEventsAreStoredWithTheirJob(t *testing.T) {
 	want := map[string]string{
 		"review pull_request.opened": "processed", "fixer pull_request.opened": "ignored",
 		"review pull_request.synchronize": "processed", "fixer pull_request.synchronize": "ignored",
-		"review issues.opened": "ignored", "fixer issues.opened": "ignored",
+		"review issues.opened": "processed", "fixer issues.opened": "processed",
 		"review issues.labeled": "ignored", "fixer issues.labeled": "ignored",
 		"review issue_comment.created": "processed", "fixer issue_comment.created": "ignored",
-		"review issues.closed": "ignored", "fixer issues.closed": "processed",
+		"review issues.closed": "processed", "fixer issues.closed": "processed",
 		"review pull_request.closed": "processed", "fixer pull_request.closed": "ignored",
 	}
 	if len(got) != len(want) {
@@ -126,11 +126,14 @@ func TestRepositoryEventsAreStoredWithTheirJob(t *testing.T) {
 	events, jobs := stored(t, w, tenant)
 	wantEvents := []string{
 		fmt.Sprintf("review pull_request.opened #%d", pr), fmt.Sprintf("review pull_request.synchronize #%d", pr),
-		fmt.Sprintf("review issue_comment.created #%d", n), fmt.Sprintf("fixer issues.closed #%d", n),
+		fmt.Sprintf("review issues.opened #%d", n), fmt.Sprintf("fixer issues.opened #%d", n),
+		fmt.Sprintf("review issue_comment.created #%d", n), fmt.Sprintf("review issues.closed #%d", n), fmt.Sprintf("fixer issues.closed #%d", n),
 		fmt.Sprintf("review pull_request.closed #%d", pr),
 	}
 	wantJobs := []string{"pull_request_event review available", "pull_request_event review available",
-		"review_comment_event review available", "issue_event fix available", "pull_request_event review available"}
+		"issue_sync_event review available", "issue_sync_event review available",
+		"review_comment_event review available", "issue_sync_event review available", "issue_event fix available",
+		"pull_request_event review available"}
 	if fmt.Sprint(events) != fmt.Sprint(wantEvents) || fmt.Sprint(jobs) != fmt.Sprint(wantJobs) {
 		t.Fatalf("stored events %v with jobs %v\nwant %v with %v", events, jobs, wantEvents, wantJobs)
 	}

@@ -68,29 +68,64 @@ func (IssueEventArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Fix, MaxAttempts: 10}
 }
 
-// route is where a repository event goes: which app's deliveries of it are
-// acted on, and its job.
-type route struct {
-	apps []github.AppKind
-	job  func(a EventArgs) river.JobArgs
+// IssueSyncEventArgs is the job of an issues event that only keeps the
+// acceptance check's issues table in step (queue review): either app's
+// opened, edited, reopened, and the review app's closed, transferred and
+// deleted (the Fixer app's go to IssueEventArgs, whose handler does the
+// same and ends fix runs).
+type IssueSyncEventArgs EventArgs
+
+// Kind is River's job kind.
+func (IssueSyncEventArgs) Kind() string { return "issue_sync_event" }
+
+// InsertOpts puts the job on the review queue.
+func (IssueSyncEventArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queues.Review, MaxAttempts: 10}
 }
+
+// route is where a repository event goes: which app's deliveries of it are
+// acted on, and its job (byApp, when set, names another job for an app).
+type route struct {
+	apps  []github.AppKind
+	job   func(a EventArgs) river.JobArgs
+	byApp map[github.AppKind]func(a EventArgs) river.JobArgs
+}
+
+func (r route) jobOf(kind github.AppKind, a EventArgs) river.JobArgs {
+	if j, ok := r.byApp[kind]; ok {
+		return j(a)
+	}
+	return r.job(a)
+}
+
+var bothApps = []github.AppKind{github.AppReview, github.AppFixer}
+
+// reviewSync routes the review app's delivery of an issues event to the
+// issues table's sync.
+var reviewSync = map[github.AppKind]func(a EventArgs) river.JobArgs{github.AppReview: issueSyncJob}
 
 // routes are the repository events the worker acts on today, by
 // "event.action". The review app's pull request events end and supersede
 // review runs and review-fix commits; the Fixer app's issue events end
-// the issue's fix runs. Triggers (opened, reopened, ready_for_review,
+// the issue's fix runs. Either app's issues events keep the acceptance
+// check's issues table in step (no text comes from them). Triggers (opened, reopened, ready_for_review,
 // labeled, issue_comment created) get routes with the review runs and the
 // fix agent.
 var routes = map[string]route{
-	"pull_request.opened":           {[]github.AppKind{github.AppReview}, prJob},
-	"pull_request.reopened":         {[]github.AppKind{github.AppReview}, prJob},
-	"pull_request.ready_for_review": {[]github.AppKind{github.AppReview}, prJob},
-	"pull_request.synchronize":      {[]github.AppKind{github.AppReview}, prJob},
-	"pull_request.closed":           {[]github.AppKind{github.AppReview}, prJob},
-	"issues.closed":                 {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.transferred":            {[]github.AppKind{github.AppFixer}, issueJob},
-	"issues.deleted":                {[]github.AppKind{github.AppFixer}, issueJob},
+	"pull_request.opened":           {[]github.AppKind{github.AppReview}, prJob, nil},
+	"pull_request.reopened":         {[]github.AppKind{github.AppReview}, prJob, nil},
+	"pull_request.ready_for_review": {[]github.AppKind{github.AppReview}, prJob, nil},
+	"pull_request.synchronize":      {[]github.AppKind{github.AppReview}, prJob, nil},
+	"pull_request.closed":           {[]github.AppKind{github.AppReview}, prJob, nil},
+	"issues.closed":                 {bothApps, issueJob, reviewSync},
+	"issues.transferred":            {bothApps, issueJob, reviewSync},
+	"issues.deleted":                {bothApps, issueJob, reviewSync},
+	"issues.opened":                 {bothApps, issueSyncJob, nil},
+	"issues.edited":                 {bothApps, issueSyncJob, nil},
+	"issues.reopened":               {bothApps, issueSyncJob, nil},
 }
+
+func issueSyncJob(a EventArgs) river.JobArgs { return IssueSyncEventArgs(a) }
 
 func prJob(a EventArgs) river.JobArgs    { return PullRequestEventArgs(a) }
 func issueJob(a EventArgs) river.JobArgs { return IssueEventArgs(a) }
@@ -111,10 +146,12 @@ func JobKinds() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range routes {
-		k := r.job(EventArgs{}).Kind()
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+		for _, kind := range r.apps {
+			k := r.jobOf(kind, EventArgs{}).Kind()
+			if !seen[k] {
+				seen[k] = true
+				out = append(out, k)
+			}
 		}
 	}
 	slices.Sort(out)
@@ -213,7 +250,7 @@ func storeRepoEvent(ctx context.Context, tx pgx.Tx, jobs Inserter, tenant string
 		Scan(&eventID); err != nil {
 		return fmt.Errorf("webhook_events: %w", err)
 	}
-	if _, err := jobs.InsertTx(ctx, tx, r.job(EventArgs{TenantID: tenant, EventID: eventID}), nil); err != nil {
+	if _, err := jobs.InsertTx(ctx, tx, r.jobOf(kind, EventArgs{TenantID: tenant, EventID: eventID}), nil); err != nil {
 		return fmt.Errorf("the event's job: %w", err)
 	}
 	return nil

@@ -93,6 +93,7 @@ func workers(db *postgres.DB, opt Options) *river.Workers {
 		river.AddWorker(w, &handle.ReviewCommentEventWorker{DB: db})
 	}
 	river.AddWorker(w, &handle.IssueEventWorker{DB: db})
+	river.AddWorker(w, &handle.IssueSyncEventWorker{DB: db})
 	return w
 }
 

@@ -326,13 +326,21 @@ func TestWorkerAppliesWebhooks(t *testing.T) {
 		outcomes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	if len(outcomes) != 5 {
+	// The review app's issues events keep the acceptance check's issues
+	// table in step (internal/acceptance/check); the others act.
+	synced := 0
+	for _, o := range outcomes {
+		if strings.HasSuffix(o, ": issue row in step") {
+			synced++
+		}
+	}
+	if len(outcomes)-synced != 5 || synced != 3 {
 		t.Errorf("outcomes %v", outcomes)
 	}
 	var states string
 	waitFor(t, "every job completed", func() bool {
 		w.cp.Admin.QueryRow(context.Background(), `SELECT string_agg(DISTINCT state::text, ',') FROM river_job
-			WHERE kind IN ('pull_request_event', 'issue_event')`).Scan(&states)
+			WHERE kind IN ('pull_request_event', 'issue_event', 'issue_sync_event')`).Scan(&states)
 		return states == "completed"
 	})
 	if err := stop(); err != nil {
