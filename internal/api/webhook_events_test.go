@@ -268,7 +268,7 @@ func TestEventRowAndJobAreAtomic(t *testing.T) {
 		t.Fatalf("redelivery: %v %d %s", err, d2.StatusCode, d2.Response)
 	}
 	events, jobs := stored(t, w, tenant)
-	if len(events) != 1 || len(jobs) != 1 {
+	if len(events) != 2 || len(jobs) != 2 { // the opened event, and the synchronize
 		t.Fatalf("after the redelivery: %v %v", events, jobs)
 	}
 	one := counts(t, w)

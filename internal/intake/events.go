@@ -108,15 +108,16 @@ var reviewSync = map[github.AppKind]func(a EventArgs) river.JobArgs{github.AppRe
 // "event.action". The review app's pull request events end and supersede
 // review runs and review-fix commits; the Fixer app's issue events end
 // the issue's fix runs. Either app's issues events keep the acceptance
-// check's issues table in step (no text comes from them). Triggers (opened, reopened, ready_for_review,
-// labeled, issue_comment created) get routes with the review runs and the
-// fix agent.
+// check's issues table in step (no text comes from them). Triggers
+// (opened, reopened, ready_for_review, labeled) get routes with the fix
+// agent; issue_comment created is the review app's "@<review-app> review".
 var routes = map[string]route{
 	"pull_request.opened":           {[]github.AppKind{github.AppReview}, prJob, nil},
 	"pull_request.reopened":         {[]github.AppKind{github.AppReview}, prJob, nil},
 	"pull_request.ready_for_review": {[]github.AppKind{github.AppReview}, prJob, nil},
 	"pull_request.synchronize":      {[]github.AppKind{github.AppReview}, prJob, nil},
 	"pull_request.closed":           {[]github.AppKind{github.AppReview}, prJob, nil},
+	"issue_comment.created":         {[]github.AppKind{github.AppReview}, reviewCommentJob, nil},
 	"issues.closed":                 {bothApps, issueJob, reviewSync},
 	"issues.transferred":            {bothApps, issueJob, reviewSync},
 	"issues.deleted":                {bothApps, issueJob, reviewSync},

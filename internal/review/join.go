@@ -130,7 +130,8 @@ func appendNew(ss []string, s string) []string {
 
 // ruleWeakness maps rules whose tools name no CWE to the weakness of the
 // rules other tools have for the same problem: ruff's flake8-bandit rules
-// mirror bandit's numbers; ESLint's security rules and gitleaks name none.
+// mirror bandit's numbers (bandit's own CWE is not always in its report);
+// ESLint's security rules and gitleaks name none.
 var ruleWeakness = map[string]string{
 	"ruff:S102": "CWE-78", "ruff:S105": "CWE-259", "ruff:S106": "CWE-259", "ruff:S107": "CWE-259",
 	"ruff:S301": "CWE-502", "ruff:S307": "CWE-78", "ruff:S311": "CWE-330", "ruff:S324": "CWE-327",

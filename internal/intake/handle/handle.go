@@ -172,6 +172,9 @@ func (w *PullRequestEventWorker) Work(ctx context.Context, job *river.Job[intake
 		if err != nil {
 			return "", err
 		}
+		if out == "" {
+			return started, nil
+		}
 		return out + "; " + started, nil
 	})
 }
