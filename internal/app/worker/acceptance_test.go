@@ -80,11 +80,9 @@ func obeying(req llm.Request) string {
 
 func (w *world) acceptanceOn(t *testing.T) {
 	t.Helper()
-	p := policy.Default()
-	p.Features.Acceptance.Mode = policy.ModeOn
-	doc, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
+	doc := []byte(`{"version":1,"features":{"acceptance":{"mode":"on"}}}`)
+	if eff := policy.Resolve(doc, policy.RepoFacts{Private: true}); eff.AcceptanceMode() != policy.ModeOn {
+		t.Fatalf("policy %+v", eff)
 	}
 	w.in(t, func(tx pgx.Tx) error {
 		_, err := tx.Exec(context.Background(), `INSERT INTO repository_policies (tenant_id, repository_id, document)
@@ -155,10 +153,16 @@ func TestAcceptanceCheckThroughTheWorker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(body, "**Acceptance criteria** of issue #"+itoa(issue)+": 1 met, 0 unmet, 1 unclear") {
+		t.Errorf("review summary without the AC line:\n%s", body)
+	}
+	if !strings.Contains(cr.Summary, "Acceptance criteria of issue #"+itoa(issue)) || !strings.Contains(cr.Summary, "1 met, 0 unmet, 1 unclear") ||
+		!strings.Contains(cr.Summary, "app.py") || !strings.Contains(cr.Summary, "| ✅ met |") || !strings.Contains(cr.Summary, "| ❔ unclear |") {
+		t.Errorf("check run without the AC table:\n%s", cr.Summary)
+	}
 	for name, text := range map[string]string{"review": body, "check run": cr.Summary} {
-		if !strings.Contains(text, "Acceptance criteria of issue #"+itoa(issue)) || !strings.Contains(text, "1 met, 0 unmet, 1 unclear") ||
-			!strings.Contains(text, "app.py") || strings.Contains(text, "secrets.env") {
-			t.Errorf("%s:\n%s", name, text)
+		if strings.Contains(text, "secrets.env") || strings.Contains(text, "forged") {
+			t.Errorf("%s shows injected text:\n%s", name, text)
 		}
 	}
 	s := w.acCheck(t, pr, head)
