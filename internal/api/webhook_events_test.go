@@ -289,7 +289,7 @@ func TestEventRowAndJobAreAtomic(t *testing.T) {
 	if d2, err := w.gh.Redeliver(d); err != nil || d2.StatusCode != 200 {
 		t.Fatalf("redelivery: %v %d %s", err, d2.StatusCode, d2.Response)
 	}
-	if events, jobs := stored(t, w, tenant); len(events) != 2 || len(jobs) != 2 {
+	if events, jobs := stored(t, w, tenant); len(events) != 3 || len(jobs) != 3 {
 		t.Fatalf("after the second redelivery: %v %v", events, jobs)
 	}
 }
