@@ -191,6 +191,21 @@ func TestAcceptanceCheckThroughTheWorker(t *testing.T) {
 	if s := w.acCheck(t, pr, head3); s == nil || s.Reason != check.ReasonTransferred || p3.AC != nil || models.calls() != 1 {
 		t.Errorf("transferred: check %+v, AC %+v, %d calls", s, p3.AC, models.calls())
 	}
+
+	// Shadow mode: checked and stored, shown nowhere.
+	w.in(t, func(tx pgx.Tx) error {
+		_, err := tx.Exec(context.Background(), `UPDATE repository_policies SET document = '{"version":1,"features":{"acceptance":{"mode":"shadow"}}}'`)
+		return err
+	})
+	issue2 := w.repo.AddIssue(githubfake.IssueOptions{Title: "ratio again", Body: issueBody, Author: "carol"})
+	w.repo.Commit("ratio-2", map[string]string{"app.py": appV2}, "ratio")
+	pr4 := w.repo.AddPullRequest(githubfake.PullRequestOptions{Title: "ratio", Body: "closes #" + itoa(issue2), Author: "alice", Head: "ratio-2"})
+	run4 := w.waitRun(t, pr4, w.repo.Ref("ratio-2"), review.StatusCompleted)
+	p4, _ := w.payloadOf(t, run4.ID)
+	s4 := w.acCheck(t, pr4, w.repo.Ref("ratio-2"))
+	if p4.AC != nil || s4 == nil || s4.Mode != "shadow" || s4.Status != "completed" || s4.Issue != issue2 || models.calls() != 2 {
+		t.Errorf("shadow: AC %+v, check %+v, %d calls", p4.AC, s4, models.calls())
+	}
 }
 
 func itoa(n int) string {
