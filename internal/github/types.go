@@ -32,6 +32,9 @@ type Issue struct {
 	IsPullRequest bool
 	Locked        bool
 	Labels        []string
+	// RepositoryURL is the API URL of the issue's repository: a read that
+	// GitHub redirected (a transferred issue) names another repository.
+	RepositoryURL string
 }
 
 // Comment is an issue or pull request conversation comment.
@@ -129,7 +132,7 @@ func newIssue(i *gh.Issue) Issue {
 	is := Issue{
 		Number: i.GetNumber(), Title: i.GetTitle(), Body: i.GetBody(), State: i.GetState(),
 		Author: i.GetUser().GetLogin(), AuthorID: i.GetUser().GetID(),
-		IsPullRequest: i.IsPullRequest(), Locked: i.GetLocked(),
+		IsPullRequest: i.IsPullRequest(), Locked: i.GetLocked(), RepositoryURL: i.GetRepositoryURL(),
 	}
 	for _, l := range i.Labels {
 		is.Labels = append(is.Labels, l.GetName())

@@ -119,7 +119,7 @@ var webhookActions = map[string][]string{
 	"installation_repositories": {"added", "removed"},
 	"repository":                {"renamed", "transferred", "privatized", "publicized", "deleted", "archived", "unarchived"},
 	"pull_request":              {"opened", "synchronize", "reopened", "ready_for_review", "closed"},
-	"issues":                    {"labeled", "closed", "transferred", "deleted"},
+	"issues":                    {"opened", "edited", "reopened", "labeled", "closed", "transferred", "deleted"},
 	"issue_comment":             {"created"},
 }
 

@@ -49,7 +49,7 @@ type PullRequestEvent struct {
 	Sender        Account
 }
 
-// IssuesEvent is the "issues" event (actions labeled, closed, transferred,
+// IssuesEvent is the "issues" event (actions opened, edited, reopened, labeled, closed, transferred,
 // deleted).
 type IssuesEvent struct {
 	Action         string

@@ -117,7 +117,7 @@ func TestParseRepositoryEventsFromTheEmulator(t *testing.T) {
 		payload map[string]any
 	}{
 		{"pull_request", s.PullRequestEvent("converted_to_draft", inst, repo, fpr, "alice")},
-		{"issues", s.IssuesEvent("reopened", inst, repo, n, "alice", "")},
+		{"issues", s.IssuesEvent("assigned", inst, repo, n, "alice", "")},
 	} {
 		body, _ := json.Marshal(c.payload)
 		if _, err := github.ParseWebhook(c.event, body); !errors.Is(err, github.ErrUnsupportedEvent) {

@@ -81,6 +81,21 @@ func (FixTriggerArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: queues.Fix, MaxAttempts: 10}
 }
 
+// IssueSyncEventArgs is the job of an issues event that only keeps the
+// acceptance check's issues table in step (queue review): either app's
+// opened, edited, reopened, and the review app's closed, transferred and
+// deleted (the Fixer app's go to IssueEventArgs, whose handler does the
+// same and ends fix runs).
+type IssueSyncEventArgs EventArgs
+
+// Kind is River's job kind.
+func (IssueSyncEventArgs) Kind() string { return "issue_sync_event" }
+
+// InsertOpts puts the job on the review queue.
+func (IssueSyncEventArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: queues.Review, MaxAttempts: 10}
+}
+
 // routes are the repository events the worker acts on today, by
 // "event.action" and the app that received them, with their job. The
 // review app's pull request events queue, end and supersede review runs
@@ -88,7 +103,9 @@ func (FixTriggerArgs) InsertOpts() river.InsertOpts {
 // (read live by the worker). The Fixer app's issue events end the issue's
 // fix runs; its labels and its "@<fixer> fix" comments are fix triggers
 // (only comments that hold that command are stored, see
-// Intake.FixerCommands).
+// Intake.FixerCommands). Either app's issues events keep the acceptance
+// check's issues table in step (no text comes from them; the Fixer's
+// issue jobs sync it too).
 var routes = map[string]map[github.AppKind]func(a EventArgs) river.JobArgs{
 	"pull_request.opened":           {github.AppReview: prJob},
 	"pull_request.reopened":         {github.AppReview: prJob},
@@ -96,16 +113,20 @@ var routes = map[string]map[github.AppKind]func(a EventArgs) river.JobArgs{
 	"pull_request.synchronize":      {github.AppReview: prJob},
 	"pull_request.closed":           {github.AppReview: prJob},
 	"issue_comment.created":         {github.AppReview: reviewCommentJob, github.AppFixer: fixTriggerJob},
-	"issues.closed":                 {github.AppFixer: issueJob},
-	"issues.transferred":            {github.AppFixer: issueJob},
-	"issues.deleted":                {github.AppFixer: issueJob},
+	"issues.closed":                 {github.AppFixer: issueJob, github.AppReview: issueSyncJob},
+	"issues.transferred":            {github.AppFixer: issueJob, github.AppReview: issueSyncJob},
+	"issues.deleted":                {github.AppFixer: issueJob, github.AppReview: issueSyncJob},
 	"issues.labeled":                {github.AppFixer: fixTriggerJob},
+	"issues.opened":                 {github.AppFixer: issueSyncJob, github.AppReview: issueSyncJob},
+	"issues.edited":                 {github.AppFixer: issueSyncJob, github.AppReview: issueSyncJob},
+	"issues.reopened":               {github.AppFixer: issueSyncJob, github.AppReview: issueSyncJob},
 }
 
 func prJob(a EventArgs) river.JobArgs            { return PullRequestEventArgs(a) }
 func issueJob(a EventArgs) river.JobArgs         { return IssueEventArgs(a) }
 func fixTriggerJob(a EventArgs) river.JobArgs    { return FixTriggerArgs(a) }
 func reviewCommentJob(a EventArgs) river.JobArgs { return ReviewCommentEventArgs(a) }
+func issueSyncJob(a EventArgs) river.JobArgs     { return IssueSyncEventArgs(a) }
 
 // Routed reports whether app kind's delivery of event.action is stored and
 // handed to the worker.

@@ -149,7 +149,10 @@
 //     test_*.py, *.test.js, tests/, testdata/, __tests__/ …).
 //
 // features.acceptance (the acceptance-criteria check):
-//   - mode: "off" | "shadow" (default) | "on".
+//   - mode: "off" | "shadow" (default: checked and stored in ac_checks,
+//     shown nowhere) | "on" (also in the review's outputs: the table in
+//     the check run, the counts in the review summary). The check never
+//     fails because of AC.
 //
 // # Path patterns
 //

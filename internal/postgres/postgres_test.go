@@ -91,6 +91,10 @@ func (e *env) tenant(t *testing.T, name string) (postgres.TenantID, string) {
 				SELECT tenant_id, repository_id, 'review', id, 'stored', '{}', repeat('d', 64) FROM review_runs`,
 			`INSERT INTO publish_intents (tenant_id, repository_id, pending_output_id, kind, key, marker)
 				SELECT tenant_id, repository_id, id, 'review', 'review:' || repository_id || ':' || review_run_id, md5(random()::text) FROM pending_outputs`,
+			`INSERT INTO issues (tenant_id, repository_id, number, state, visibility, body, read_at)
+				VALUES (quavon_current_tenant(), '` + repo + `', 2, 'open', 'private', '- [ ] it works', now())`,
+			`INSERT INTO ac_checks (tenant_id, repository_id, pr_number, head_sha, review_run_id, mode, status, reason)
+				SELECT tenant_id, repository_id, pr_number, head_sha, id, 'shadow', 'skipped', 'no_link' FROM review_runs`,
 		}
 		for _, s := range more {
 			if _, err := tx.Exec(ctx, s); err != nil {

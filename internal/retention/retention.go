@@ -35,6 +35,8 @@ var Tables = []Swept{
 	{"review_runs", "finished_at"},
 	{"finding_feedback", "created_at"},
 	{"fix_runs", "finished_at"},
+	{"issues", "updated_at"},
+	{"ac_checks", "created_at"},
 }
 
 // Cascaded are the tenant tables whose rows go with a swept row they

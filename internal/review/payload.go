@@ -37,6 +37,9 @@ type Payload struct {
 	SAST    *PayloadSAST  `json:"sast,omitempty"`
 	Skipped []SkippedFile `json:"skipped"`
 	Usage   Usage         `json:"usage"`
+	// AC is the acceptance-criteria check (nil when it is not shown:
+	// mode off or shadow, or no linked issue).
+	AC *PayloadAC `json:"ac,omitempty"`
 	// Incomplete is set (Quavon's words) when the run failed and only a
 	// short "review incomplete" note is to be published.
 	Incomplete string `json:"incomplete,omitempty"`
@@ -55,6 +58,28 @@ type PayloadFinding struct {
 	Severity    string   `json:"severity"`
 	Title       string   `json:"title"`
 	Body        string   `json:"body,omitempty"`
+}
+
+// PayloadAC is the acceptance-criteria check of the linked issue.
+type PayloadAC struct {
+	Issue int                `json:"issue"`
+	Items []PayloadCriterion `json:"items"`
+}
+
+// PayloadCriterion is one criterion and its verified verdict. Text and
+// Note are untrusted (the issue's author, the judge).
+type PayloadCriterion struct {
+	Text     string            `json:"text"`
+	Status   string            `json:"status"`
+	Inferred bool              `json:"inferred,omitempty"`
+	Evidence []PayloadLocation `json:"evidence,omitempty"`
+	Note     string            `json:"note,omitempty"`
+}
+
+// PayloadLocation is a changed file, or a line of it.
+type PayloadLocation struct {
+	Path string `json:"path"`
+	Line int    `json:"line,omitempty"`
 }
 
 // PayloadSAST is the scanners' part.
@@ -152,8 +177,22 @@ func (p Payload) Render(marker render.Marker) render.Review {
 				Incomplete: t.Status == sast.StatusPartial, Detail: t.Detail})
 		}
 	}
+	if p.AC != nil {
+		rv.AC = &render.AC{Issue: p.AC.Issue}
+		for _, c := range p.AC.Items {
+			rc := render.Criterion{Text: c.Text, Status: render.ACStatus(c.Status), Inferred: c.Inferred, Note: c.Note}
+			for _, l := range c.Evidence {
+				rc.Evidence = append(rc.Evidence, render.Location{Path: l.Path, Line: l.Line})
+			}
+			rv.AC.Items = append(rv.AC.Items, rc)
+		}
+	}
 	for _, s := range p.Skipped {
 		rv.Skipped = append(rv.Skipped, render.Skipped{Path: s.Path, Reason: render.SkipReason(s.Reason)})
 	}
 	return rv
 }
+
+// SafeText is text as the payload stores it: valid UTF-8 without NULs,
+// secret-redacted, at most max bytes.
+func SafeText(s string, max int) string { return safeText(s, max) }

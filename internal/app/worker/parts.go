@@ -27,10 +27,10 @@ import (
 // providerModels gives each run the configured model of its feature inside
 // a budget of its own and the tenant's daily ceiling.
 type providerModels struct {
-	review, fix llm.Model
-	cfg         config.LLM
-	db          *postgres.DB
-	log         *slog.Logger
+	review, fix, acceptance llm.Model
+	cfg                     config.LLM
+	db                      *postgres.DB
+	log                     *slog.Logger
 }
 
 func (p *providerModels) ReviewModel(_ context.Context, tenant string) (llm.Model, *llm.Budget, error) {
@@ -39,6 +39,12 @@ func (p *providerModels) ReviewModel(_ context.Context, tenant string) (llm.Mode
 
 func (p *providerModels) FixModel(_ context.Context, tenant string) (llm.Model, *llm.Budget, error) {
 	return p.model(p.fix, llm.FeatureFix, tenant)
+}
+
+// AcceptanceModel is the acceptance check's judge, with a budget of its
+// own (feature acceptance: its own run and daily ceilings).
+func (p *providerModels) AcceptanceModel(_ context.Context, tenant string) (llm.Model, *llm.Budget, error) {
+	return p.model(p.acceptance, llm.FeatureAcceptance, tenant)
 }
 
 func (p *providerModels) model(m llm.Model, f llm.Feature, tenant string) (llm.Model, *llm.Budget, error) {
@@ -85,7 +91,7 @@ func optionsFromConfig(ctx context.Context, cfg config.WorkerConfig, db *postgre
 	}
 	gh := &reviewjob.GitHub{Conn: conn, Tokens: broker, Cache: cache,
 		GitURL: func(r reviewjob.Repo) string { return rp.GitURL + r.FullName() + ".git" }}
-	deps := &reviewjob.Deps{Fetch: gh, PRs: gh, Log: log}
+	deps := &reviewjob.Deps{Fetch: gh, PRs: gh, Issues: gh.Issues, Log: log}
 	fixDeps := &fixjob.Deps{GitHub: &fixjob.GitHub{Conn: conn, Tokens: broker, Cache: cache,
 		GitURL: func(r fixjob.Repo) string { return rp.GitURL + r.FullName() + ".git" }}, Log: log}
 	closers := []func(){}
@@ -114,6 +120,7 @@ func optionsFromConfig(ctx context.Context, cfg config.WorkerConfig, db *postgre
 	}{
 		{llm.FeatureReview, &models.review, "review runs without a model: the scanners only"},
 		{llm.FeatureFix, &models.fix, "fix runs without a model: admitted fix runs fail with model_unavailable"},
+		{llm.FeatureAcceptance, &models.acceptance, "acceptance checks without a model: criteria are listed unclear"},
 	} {
 		m, err := provider.FromConfig(cfg.LLM, f.feature, log)
 		switch {
@@ -128,6 +135,9 @@ func optionsFromConfig(ctx context.Context, cfg config.WorkerConfig, db *postgre
 	}
 	if models.review != nil {
 		deps.Models = models
+	}
+	if models.acceptance != nil {
+		deps.Acceptance = models
 	}
 	fixDeps.Models = models
 	opt := Options{Review: deps, Fix: fixDeps, Live: handle.ReaderSource(conn)}

@@ -75,7 +75,8 @@ func (w *world) startReviewWorker(t *testing.T, models reviewjob.Models, sandbox
 		t.Fatal(err)
 	}
 	s, err := workerapp.NewWith(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		workerapp.Options{Review: &reviewjob.Deps{Fetch: gh, PRs: gh, Models: models, Sandbox: sandbox}, Commands: gh,
+		workerapp.Options{Review: &reviewjob.Deps{Fetch: gh, PRs: gh, Models: models, Sandbox: sandbox, Issues: gh.Issues,
+			Acceptance: acceptanceOf(models)}, Commands: gh,
 			ReviewAppSlug: w.review.Slug})
 	if err != nil {
 		t.Fatal(err)

@@ -144,6 +144,7 @@ func workers(db *postgres.DB, opt Options, perTenant int) *river.Workers {
 		river.AddWorker(w, &handle.ReviewCommentEventWorker{DB: db})
 	}
 	river.AddWorker(w, &handle.IssueEventWorker{DB: db})
+	river.AddWorker(w, &handle.IssueSyncEventWorker{DB: db})
 	return w
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/quavon/quavon/internal/acceptance/check"
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/intake"
 	"github.com/quavon/quavon/internal/policy"
@@ -45,6 +46,10 @@ import (
 //	issues closed,            the issue's unfinished fix runs end
 //	transferred, deleted      (issue_closed, issue_transferred,
 //	                          issue_deleted)
+//	issues (either app)       the issues table of the acceptance check:
+//	                          opened, edited, closed, reopened make the
+//	                          stored text stale; transferred and deleted
+//	                          clear it for good
 //
 // Runs they end take their unpublished outputs with them.
 
@@ -288,11 +293,45 @@ func applyIssue(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error)
 	if !ok {
 		return "", fmt.Errorf("no handler for issues %s", ev.Action)
 	}
+	if err := syncIssue(ctx, tx, ev); err != nil {
+		return "", err
+	}
 	fixes, err := endFixes(ctx, tx, fix.EndFilter{RepositoryID: ev.RepositoryID, Number: ev.Number, Subject: fix.SubjectIssue}, reason)
 	if err != nil {
 		return "", err
 	}
 	return outcome(0, "", fixes), nil
+}
+
+// IssueSyncEventWorker applies issues events that only keep the issues
+// table in step (queue review).
+type IssueSyncEventWorker struct {
+	river.WorkerDefaults[intake.IssueSyncEventArgs]
+	DB *postgres.DB
+}
+
+// Work applies one event.
+func (w *IssueSyncEventWorker) Work(ctx context.Context, job *river.Job[intake.IssueSyncEventArgs]) error {
+	return handle(ctx, w.DB, intake.EventArgs(job.Args), job, func(ctx context.Context, tx pgx.Tx, ev *storedEvent) (string, error) {
+		if err := syncIssue(ctx, tx, ev); err != nil {
+			return "", err
+		}
+		return "issue row in step", nil
+	})
+}
+
+var issueSync = map[string]check.Event{
+	"opened": check.EventChanged, "edited": check.EventChanged, "closed": check.EventChanged, "reopened": check.EventChanged,
+	"transferred": check.EventTransferred, "deleted": check.EventDeleted,
+}
+
+// syncIssue keeps the issue's row of the issues table in step with ev.
+func syncIssue(ctx context.Context, tx pgx.Tx, ev *storedEvent) error {
+	e, ok := issueSync[ev.Action]
+	if !ok {
+		return fmt.Errorf("no issue sync for issues %s", ev.Action)
+	}
+	return check.Observe(ctx, tx, ev.RepositoryID, ev.Number, ev.Data.State, ev.Data.IsPullRequest, e)
 }
 
 func outcome(runs int, what string, fixes int) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/quavon/quavon/internal/acceptance/check"
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/gitrepo"
 )
@@ -109,4 +110,10 @@ func (g *GitHub) PullRequest(ctx context.Context, repo Repo, pr int) (github.Pul
 		return github.PullRequest{}, err
 	}
 	return r.PullRequest(ctx, pr)
+}
+
+// Issues is the acceptance check's reader of repo: the review app's
+// read-only token (Deps.Issues).
+func (g *GitHub) Issues(ctx context.Context, repo Repo) (check.Reader, error) {
+	return github.NewReader(ctx, g.Conn, repo.InstallationID, repo.FullName())
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/quavon/quavon/internal/acceptance/check"
 	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/policy"
@@ -102,7 +103,13 @@ type Deps struct {
 	Models  Models
 	Sandbox *valkeyq.Client // nil: the scanners are reported as not run
 	Limits  engine.Limits
-	Log     *slog.Logger
+	// Issues reads the repository for the acceptance-criteria check with
+	// the review app's read token; nil: the check is not run.
+	Issues func(ctx context.Context, repo Repo) (check.Reader, error)
+	// Acceptance gives the judge its model inside the acceptance budget;
+	// nil: criteria are listed unclear, no model is called.
+	Acceptance check.Models
+	Log        *slog.Logger
 	// OnTimings, when set, hears each run's time outside the sandbox and
 	// the model (the benchmark's measure).
 	OnTimings func(Timings)
@@ -111,6 +118,8 @@ type Deps struct {
 // Timings of one run.
 type Timings struct {
 	Total, Sandbox, Model time.Duration
+	// Fetch is the git fetch of the head and base.
+	Fetch time.Duration
 }
 
 // Worker works review_run jobs.
@@ -185,7 +194,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		})
 	}
 
+	tFetch := time.Now()
 	repoDir, baseTip, release, err := w.Deps.Fetch.Fetch(ctx, a.TenantID, repo, run.PRNumber, run.BaseRef)
+	fetched := time.Since(tFetch)
 	if err != nil {
 		return w.fail(ctx, tenant, job, run, ReasonHeadGone, err, false)
 	}
@@ -205,7 +216,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			since = prev.HeadSHA
 		}
 	}
-	modes := review.Modes{Review: string(eff.ReviewMode()), SAST: string(eff.SASTMode()), Acceptance: string(policy.ModeOff)}
+	modes := review.Modes{Review: string(eff.ReviewMode()), SAST: string(eff.SASTMode()), Acceptance: string(eff.AcceptanceMode())}
 	err = w.DB.InTenant(ctx, tenant, func(tx pgx.Tx) error {
 		var err error
 		if run.Status == review.StatusRunning {
@@ -258,6 +269,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if out.ModelStop == "budget" {
 		return w.fail(ctx, tenant, job, run, ReasonBudget, errors.New(out.ModelFailed), true)
 	}
+	ac, acPart := w.acceptance(ctx, tenant, run, repo, body, eff.AcceptanceMode(), out, log)
 
 	// Transaction 2: findings, outputs, completion, and the job.
 	err = w.complete(ctx, tenant, job, func(tx pgx.Tx) error {
@@ -306,12 +318,18 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if err := review.SetPart(ctx, tx, run.ID, review.PartSAST, sastPart); err != nil {
 			return err
 		}
+		if err := review.SetPart(ctx, tx, run.ID, review.PartAcceptance, acPart); err != nil {
+			return err
+		}
 		p := review.NewPayload(run, publishable(c, eff), out.Plan.Changed, eff.Policy.Features.Review.MaxFindings)
 		p.Model, p.ModelFailed, p.Usage, p.Skipped = modelName, out.ModelFailed, usage, out.Skipped
 		if p.Skipped == nil {
 			p.Skipped = []review.SkippedFile{}
 		}
 		p.SAST = out.PayloadSAST(eff.SASTMode() != policy.ModeOn)
+		if eff.AcceptanceMode() == policy.ModeOn {
+			p.AC = ac.Payload()
+		}
 		if err := w.outputs(ctx, tx, run, eff, p); err != nil {
 			return err
 		}
@@ -321,9 +339,39 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	})
 	if w.Deps.OnTimings != nil && err == nil {
 		w.Deps.OnTimings(Timings{Total: time.Since(t0), Sandbox: time.Duration(out.SASTMillis) * time.Millisecond,
-			Model: time.Duration(out.ModelMillis) * time.Millisecond})
+			Model: time.Duration(out.ModelMillis) * time.Millisecond, Fetch: fetched})
 	}
 	return err
+}
+
+// acceptance is the run's acceptance-criteria check (internal/acceptance/
+// check): the head's stored check, or a new one. Nothing of it can fail
+// the run: an error leaves the part failed and no table.
+func (w *Worker) acceptance(ctx context.Context, tenant postgres.TenantID, run *review.Run, repo Repo, body string, mode policy.Mode,
+	out *engine.Output, log *slog.Logger) (*check.Stored, review.PartStatus) {
+	if mode == policy.ModeOff || w.Deps.Issues == nil {
+		return nil, review.PartSkipped
+	}
+	rd, err := w.Deps.Issues(ctx, repo)
+	if err == nil {
+		var ac *check.Stored
+		ac, err = check.Run(ctx, w.DB, check.Input{Tenant: tenant, RepositoryID: run.RepositoryID, Owner: repo.Owner, Name: repo.Name,
+			Host: repo.Host, RunID: run.ID, PR: run.PRNumber, HeadSHA: run.HeadSHA, HeadRef: run.HeadRef, Body: body,
+			Mode: string(mode), Reader: rd, Models: w.Deps.Acceptance, Changed: out.Plan.Changed,
+			DiffText: func() string { return engine.DiffText(ctx, out.Plan, check.MaxDiffBytes) }, Log: log})
+		if err == nil {
+			switch ac.Status {
+			case "completed":
+				return ac, review.PartOK
+			case "skipped":
+				return ac, review.PartSkipped
+			default:
+				return ac, review.PartFailed
+			}
+		}
+	}
+	log.Warn("acceptance check failed", slog.String("run", run.ID), slog.String("error", err.Error()))
+	return nil, review.PartFailed
 }
 
 // publishable leaves out of the published outputs the findings of a part
@@ -354,7 +402,7 @@ func publishable(c review.Classified, eff policy.Effective) review.Classified {
 // on, stored in shadow.
 func (w *Worker) outputs(ctx context.Context, tx pgx.Tx, run *review.Run, eff policy.Effective, p review.Payload) error {
 	status := publish.OutputReady
-	if eff.ReviewMode() != policy.ModeOn && eff.SASTMode() != policy.ModeOn {
+	if eff.ReviewMode() != policy.ModeOn && eff.SASTMode() != policy.ModeOn && p.AC == nil {
 		status = publish.OutputStored
 	}
 	for _, kind := range []publish.Kind{publish.KindReview, publish.KindCheckRun} {
