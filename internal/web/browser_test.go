@@ -67,7 +67,7 @@ func newBrowser(t *testing.T) *browser {
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 4*time.Minute)
+	ctx, cancelT := context.WithTimeout(ctx, 8*time.Minute)
 	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
 	b := &browser{t: t, ctx: ctx}
 	msgs := chromedp.Console(ctx)
