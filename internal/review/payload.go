@@ -87,6 +87,21 @@ type PayloadSAST struct {
 	// Failed says why the scanner job did not run or return.
 	Failed string           `json:"failed,omitempty"`
 	Tools  []PayloadToolRun `json:"tools"`
+	// NotScanned are changed files a scanner did not fully scan (capped
+	// at MaxNotScanned; NotScannedDropped counts the rest): the scan is
+	// incomplete, never "no findings".
+	NotScanned        []PayloadNotScanned `json:"notScanned,omitempty"`
+	NotScannedDropped int                 `json:"notScannedDropped,omitempty"`
+}
+
+// MaxNotScanned caps PayloadSAST.NotScanned.
+const MaxNotScanned = 100
+
+// PayloadNotScanned is a changed file a scanner did not fully scan.
+type PayloadNotScanned struct {
+	Path   string `json:"path"`
+	Tool   string `json:"tool,omitempty"`
+	Reason string `json:"reason"`
 }
 
 // PayloadToolRun is one scanner's outcome.
@@ -176,6 +191,10 @@ func (p Payload) Render(marker render.Marker) render.Review {
 			rv.SAST.Tools = append(rv.SAST.Tools, render.ToolRun{Tool: t.Tool, Status: t.Status, Findings: t.Findings,
 				Incomplete: t.Status == sast.StatusPartial, Detail: t.Detail})
 		}
+		for _, n := range p.SAST.NotScanned {
+			rv.SAST.NotScanned = append(rv.SAST.NotScanned, render.NotScanned{Path: n.Path, Tool: n.Tool, Reason: n.Reason})
+		}
+		rv.SAST.NotScannedDropped = p.SAST.NotScannedDropped
 	}
 	if p.AC != nil {
 		rv.AC = &render.AC{Issue: p.AC.Issue}

@@ -158,6 +158,15 @@ func (o *Output) PayloadSAST(off bool) *review.PayloadSAST {
 		ps.Tools = append(ps.Tools, review.PayloadToolRun{Tool: string(t.Tool), Status: t.Status, Findings: count[string(t.Tool)],
 			Detail: detail})
 	}
+	ps.NotScannedDropped = o.Scan.Report.NotScannedDropped
+	for _, n := range o.Scan.Report.NotScanned {
+		if len(ps.NotScanned) == review.MaxNotScanned {
+			ps.NotScannedDropped++
+			continue
+		}
+		ps.NotScanned = append(ps.NotScanned, review.PayloadNotScanned{Path: n.Path, Tool: string(n.Tool),
+			Reason: review.SafeText(n.Reason, 300)})
+	}
 	return ps
 }
 
