@@ -99,13 +99,13 @@ func BenchmarkPublishReview(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	rv := render.Review{HeadSHA: head, Model: "scripted"}
+	pl := review.Payload{Version: review.PayloadVersion, PR: pr, HeadSHA: head, Model: "scripted"}
 	for i := range 20 {
-		rv.Inline = append(rv.Inline, render.Finding{Severity: sast.SeverityMedium, Title: fmt.Sprintf("v%d is unused", i),
-			Body: "It is **never** read; see https://github.com/acme/app/blob/main/a.go.", Path: "a.go", Line: i + 2,
-			Sources: []render.Source{{Kind: render.SourceModel}}, Fingerprint: fmt.Sprintf("%032x", i+1)})
+		pl.Inline = append(pl.Inline, review.PayloadFinding{Severity: string(sast.SeverityMedium), Title: fmt.Sprintf("v%d is unused", i),
+			Body: "It is **never** read; see https://github.com/acme/app/blob/main/a.go.", Path: "a.go", StartLine: i + 2,
+			EndLine: i + 2, Source: review.SourceLLM, Fingerprint: fmt.Sprintf("%032x", i+1)})
 	}
-	pl := publish.ReviewPayload{PullRequest: pr, Review: rv}
+	rv := pl.Render("")
 	// The bare baseline sends what the publisher sends: the same renderer's output.
 	rend, err := render.New(render.Repo{Host: "github.com", Owner: "acme", Name: "app"})
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package publish is the publisher's store: the outputs waiting to be
 // published or approved (pending_outputs) and the publish intents, one per
 // external write (publish_intents), the payload types of review outputs
-// (ReviewPayload, SARIFPayload) and the publish job (Job) that asks
+// (review.Payload for reviews and check runs, SARIFPayload) and the publish job (Job) that asks
 // quavon-publisher for one. The publisher itself, its re-checks and
 // reconcile are publisher/ (fix outputs: with their own issue); render/
 // and sanitise/ are the text it posts; everything they keep in the

@@ -1,6 +1,9 @@
 package review
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/quavon/quavon/internal/publish/render"
@@ -215,3 +218,41 @@ func (p Payload) Render(marker render.Marker) render.Review {
 // SafeText is text as the payload stores it: valid UTF-8 without NULs,
 // secret-redacted, at most max bytes.
 func SafeText(s string, max int) string { return safeText(s, max) }
+
+// MaxPayloadBytes caps a stored payload (the publish store's own cap).
+const MaxPayloadBytes = 4 << 20
+
+// DecodePayload reads a stored review or check_run payload strictly: the
+// publisher's one way to read what a review run stored.
+func DecodePayload(raw []byte) (Payload, error) {
+	var p Payload
+	if len(raw) > MaxPayloadBytes {
+		return p, fmt.Errorf("review.DecodePayload: %w: %d bytes", ErrInvalid, len(raw))
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		return p, fmt.Errorf("review.DecodePayload: %w: %v", ErrInvalid, err)
+	}
+	if dec.More() {
+		return p, fmt.Errorf("review.DecodePayload: %w: trailing data", ErrInvalid)
+	}
+	if p.Version != PayloadVersion || p.PR <= 0 {
+		return p, fmt.Errorf("review.DecodePayload: %w: version %d, pull request %d", ErrInvalid, p.Version, p.PR)
+	}
+	return p, nil
+}
+
+// Shows lists the fingerprints of the findings the payload shows (inline
+// and in the summary): once published, the pull request never shows them
+// again.
+func (p Payload) Shows() []string {
+	var out []string
+	for _, f := range p.Inline {
+		out = append(out, f.Fingerprint)
+	}
+	for _, f := range p.Outside {
+		out = append(out, f.Fingerprint)
+	}
+	return out
+}

@@ -22,7 +22,6 @@ import (
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish"
-	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/testenv"
 	"github.com/quavon/quavon/internal/testenv/testbroker"
@@ -115,7 +114,7 @@ func TestAssembledPublisher(t *testing.T) {
 		if _, err := review.Complete(ctx, tx, r.ID, review.Result{}); err != nil {
 			return err
 		}
-		pl := publish.ReviewPayload{PullRequest: pr, Review: render.Review{HeadSHA: head, Model: "scripted"}}
+		pl := review.Payload{Version: review.PayloadVersion, RunID: r.ID, PR: pr, HeadSHA: head, Model: "scripted"}
 		for _, k := range []publish.Kind{publish.KindReview, publish.KindCheckRun} {
 			o, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: repoID, Kind: k, ReviewRunID: r.ID,
 				Status: publish.OutputReady, Payload: pl})

@@ -194,6 +194,8 @@ func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt
 			queues.Maintenance: {MaxWorkers: wc.MaintenanceConcurrency},
 		},
 		Workers: workers(db, opt, cfg.MaxFixRunsPerTenantPerDay),
+		// Review runs insert publish jobs, which quavon-publisher works.
+		SkipUnknownJobCheck: true,
 		PeriodicJobs: []*river.PeriodicJob{
 			retention.PeriodicJob(RetentionInterval),
 			fix.ExpiryPeriodicJob(ExpiryInterval),

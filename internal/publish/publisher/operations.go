@@ -3,6 +3,7 @@ package publisher
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -10,6 +11,7 @@ import (
 	"github.com/quavon/quavon/internal/github/writer"
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/publish/render"
+	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/sast"
 )
 
@@ -30,7 +32,7 @@ func Conclusion(rv render.Review) string {
 		return ConclusionNeutral
 	}
 	if rv.SAST != nil {
-		if rv.SAST.Failed != "" {
+		if rv.SAST.Failed != "" || len(rv.SAST.NotScanned) > 0 || rv.SAST.NotScannedDropped > 0 {
 			return ConclusionNeutral
 		}
 		for _, t := range rv.SAST.Tools {
@@ -57,13 +59,16 @@ func (p *Publisher) operation(ctx context.Context, tx pgx.Tx, f facts) (operatio
 	bot := writer.BotLogin(p.cfg.ReviewAppSlug)
 	switch f.out.Kind {
 	case publish.KindReview:
-		pl, err := publish.DecodeReviewPayload(f.out.Payload)
+		pl, err := review.DecodePayload(f.out.Payload)
 		if err != nil {
 			return operation{}, err
 		}
-		rv := pl.Review
-		rv.Marker = marker
+		rv := pl.Render(marker)
 		body, err := rend.ReviewBody(rv)
+		if err != nil {
+			return operation{}, err
+		}
+		shown, err := shownFindings(ctx, tx, f.out.ReviewRunID, pl.Shows())
 		if err != nil {
 			return operation{}, err
 		}
@@ -83,13 +88,13 @@ func (p *Publisher) operation(ctx context.Context, tx pgx.Tx, f facts) (operatio
 			comments = append(comments, writer.ReviewComment{Path: fd.Path, Line: line, Side: "RIGHT", Body: c})
 		}
 		return operation{
-			shown: pl.Shown,
+			shown: shown,
 			write: func(ctx context.Context, w *writer.Reviewer) (string, error) {
-				id, err := w.CreateReview(ctx, pl.PullRequest, rv.HeadSHA, body, comments)
+				id, err := w.CreateReview(ctx, pl.PR, rv.HeadSHA, body, comments)
 				return itoa(id), err
 			},
 			find: func(ctx context.Context, w *writer.Reviewer) (string, bool, error) {
-				rs, err := w.Reviews(ctx, pl.PullRequest)
+				rs, err := w.Reviews(ctx, pl.PR)
 				if err != nil {
 					return "", false, err
 				}
@@ -102,12 +107,11 @@ func (p *Publisher) operation(ctx context.Context, tx pgx.Tx, f facts) (operatio
 			},
 		}, nil
 	case publish.KindCheckRun:
-		pl, err := publish.DecodeReviewPayload(f.out.Payload)
+		pl, err := review.DecodePayload(f.out.Payload)
 		if err != nil {
 			return operation{}, err
 		}
-		rv := pl.Review
-		rv.Marker = marker
+		rv := pl.Render(marker)
 		out, err := rend.CheckRun(rv)
 		if err != nil {
 			return operation{}, err
@@ -136,4 +140,23 @@ func (p *Publisher) operation(ctx context.Context, tx pgx.Tx, f facts) (operatio
 		return p.sarifOperation(ctx, tx, f, marker)
 	}
 	return operation{}, fmt.Errorf("kind %q is not a review output", f.out.Kind)
+}
+
+// shownFindings are the ids of the run's stored findings with the given
+// fingerprints: the findings a published review showed.
+func shownFindings(ctx context.Context, tx pgx.Tx, runID string, fingerprints []string) ([]string, error) {
+	if runID == "" || len(fingerprints) == 0 {
+		return nil, nil
+	}
+	fs, err := review.Findings(ctx, tx, runID)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, f := range fs {
+		if slices.Contains(fingerprints, f.Fingerprint) {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids, nil
 }

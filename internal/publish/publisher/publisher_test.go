@@ -192,22 +192,18 @@ func (w *world) outputs(t *testing.T, modes review.Modes, kinds ...publish.Kind)
 		if err != nil {
 			return err
 		}
-		pl := publish.ReviewPayload{PullRequest: w.pr, Review: render.Review{HeadSHA: w.head, Model: "scripted",
-			SAST: &render.SAST{Tools: []render.ToolRun{{Tool: "gosec", Status: sast.StatusOK, Findings: 1}}}}}
+		tools := []render.ToolRun{{Tool: "gosec", Status: sast.StatusOK, Findings: 1}}
+		pl := review.Payload{Version: review.PayloadVersion, RunID: r.ID, PR: w.pr, HeadSHA: w.head, Model: "scripted",
+			SAST: &review.PayloadSAST{Tools: []review.PayloadToolRun{{Tool: "gosec", Status: sast.StatusOK, Findings: 1}}}}
 		for _, f := range fs {
-			pl.Shown = append(pl.Shown, f.ID)
-			src := render.Source{Kind: render.SourceModel}
-			if f.Source == review.SourceSAST {
-				src = render.Source{Kind: render.SourceScanner, Tool: f.Tools[0], RuleID: f.RuleIDs[0]}
-			}
-			pl.Review.Inline = append(pl.Review.Inline, render.Finding{Severity: sast.Severity(f.Severity), Title: f.Title,
-				Body: f.Body, Path: f.Path, Line: f.StartLine, Sources: []render.Source{src}, Fingerprint: f.Fingerprint})
+			pl.Inline = append(pl.Inline, review.PayloadFinding{Fingerprint: f.Fingerprint, Source: f.Source, Tools: f.Tools,
+				RuleIDs: f.RuleIDs, Weakness: f.Weakness, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
+				Severity: f.Severity, Title: f.Title, Body: f.Body})
 		}
 		for _, k := range kinds {
 			var payload any = pl
 			if k == publish.KindSARIF {
-				payload = publish.SARIFPayload{PullRequest: w.pr, HeadSHA: w.head, Ref: "refs/pull/1/head",
-					Tools: pl.Review.SAST.Tools}
+				payload = publish.SARIFPayload{PullRequest: w.pr, HeadSHA: w.head, Ref: "refs/pull/1/head", Tools: tools}
 			}
 			o, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: w.repoID, Kind: k, ReviewRunID: r.ID,
 				Status: publish.OutputReady, Payload: payload})

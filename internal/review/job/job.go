@@ -330,7 +330,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if eff.AcceptanceMode() == policy.ModeOn {
 			p.AC = ac.Payload()
 		}
-		if err := w.outputs(ctx, tx, run, eff, p); err != nil {
+		if err := w.outputs(ctx, tx, tenant, run, eff, p); err != nil {
 			return err
 		}
 		_, err = review.Complete(ctx, tx, run.ID, review.Result{Summary: out.Summary, DroppedUnverified: out.Dropped.Total(),
@@ -398,20 +398,44 @@ func publishable(c review.Classified, eff policy.Effective) review.Classified {
 	return out
 }
 
-// outputs stores the run's review and check run outputs: ready in mode
-// on, stored in shadow.
-func (w *Worker) outputs(ctx context.Context, tx pgx.Tx, run *review.Run, eff policy.Effective, p review.Payload) error {
+// outputs stores the run's review and check run outputs (and its SARIF
+// upload when the policy asks for one): ready in mode on, each with its
+// publish job in this transaction; stored in shadow.
+func (w *Worker) outputs(ctx context.Context, tx pgx.Tx, tenant postgres.TenantID, run *review.Run, eff policy.Effective, p review.Payload) error {
 	status := publish.OutputReady
 	if eff.ReviewMode() != policy.ModeOn && eff.SASTMode() != policy.ModeOn && p.AC == nil {
 		status = publish.OutputStored
 	}
-	for _, kind := range []publish.Kind{publish.KindReview, publish.KindCheckRun} {
-		if _, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: run.RepositoryID, Kind: kind, ReviewRunID: run.ID,
-			Status: status, Payload: p, Bound: publish.Bound{HeadSHA: run.HeadSHA}}); err != nil {
+	type out struct {
+		kind    publish.Kind
+		payload any
+	}
+	outs := []out{{publish.KindReview, p}, {publish.KindCheckRun, p}}
+	if status == publish.OutputReady && p.SAST != nil && p.SAST.Failed == "" && eff.Policy.Features.SAST.UploadSarif {
+		tools := p.Render("").SAST.Tools
+		outs = append(outs, out{publish.KindSARIF, publish.SARIFPayload{PullRequest: run.PRNumber, HeadSHA: run.HeadSHA,
+			Ref: fmt.Sprintf("refs/pull/%d/head", run.PRNumber), Tools: tools}})
+	}
+	for _, o := range outs {
+		created, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: run.RepositoryID, Kind: o.kind, ReviewRunID: run.ID,
+			Status: status, Payload: o.payload, Bound: publish.Bound{HeadSHA: run.HeadSHA}})
+		if err != nil {
 			return err
+		}
+		if status == publish.OutputReady {
+			if err := w.queuePublish(ctx, tx, tenant, created.ID); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// queuePublish inserts the publish job of a ready output in the caller's
+// transaction (the publisher's sweep re-queues any whose job is gone).
+func (w *Worker) queuePublish(ctx context.Context, tx pgx.Tx, tenant postgres.TenantID, outputID string) error {
+	_, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, publish.Job{Tenant: tenant, OutputID: outputID}, nil)
+	return err
 }
 
 // complete applies fn (nil: nothing) and completes the job in one tenant
@@ -451,9 +475,12 @@ func (w *Worker) fail(ctx context.Context, tenant postgres.TenantID, job *river.
 		p := review.Payload{Version: review.PayloadVersion, RunID: run.ID, PR: run.PRNumber, HeadSHA: run.HeadSHA,
 			Inline: []review.PayloadFinding{}, Outside: []review.PayloadFinding{}, Resolved: []review.PayloadFinding{},
 			Skipped: []review.SkippedFile{}, Incomplete: "review incomplete: " + strings.TrimSpace(detail)}
-		_, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: run.RepositoryID, Kind: publish.KindReview,
+		o, err := publish.CreateOutput(ctx, tx, publish.NewOutput{RepositoryID: run.RepositoryID, Kind: publish.KindReview,
 			ReviewRunID: run.ID, Status: publish.OutputReady, Payload: p, Bound: publish.Bound{HeadSHA: run.HeadSHA}})
-		return err
+		if err != nil {
+			return err
+		}
+		return w.queuePublish(ctx, tx, tenant, o.ID)
 	})
 }
 
