@@ -20,6 +20,7 @@ import (
 	"github.com/quavon/quavon/internal/gitrepo"
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/publish"
+	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/review"
 	reviewjob "github.com/quavon/quavon/internal/review/job"
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
@@ -246,6 +247,14 @@ func TestReviewRunThroughTheWorker(t *testing.T) {
 	if len(outs) != 2 || outs[0].Status != publish.OutputReady || len(p1.Inline) != 2 || p1.Inline[0].StartLine != 8 ||
 		p1.SAST != nil {
 		t.Fatalf("run 1 outputs %d (%v), payload %+v", len(outs), outs[0].Status, p1)
+	}
+	// Each ready output's publish job went in with it, for quavon-publisher.
+	for _, o := range outs {
+		var n int
+		if err := w.cp.Admin.QueryRow(context.Background(), `SELECT count(*) FROM river_job WHERE kind = $1 AND queue = $2 AND args->>'output' = $3`,
+			publish.JobKind, queues.Publish, o.ID).Scan(&n); err != nil || n != 1 {
+			t.Fatalf("publish jobs of output %s (%s): %d %v", o.ID, o.Kind, n, err)
+		}
 	}
 
 	// The publisher posts run 1; a maintainer dismisses the finding on line 11.
