@@ -53,16 +53,9 @@ type Run struct {
 	Now         func() time.Time
 }
 
-// FixPRPayload is the payload of a fix_pr output: typed fields the
-// publisher renders (issue 22), never rendered text.
-type FixPRPayload struct {
-	Issue        int    `json:"issue"`
-	BaseRef      string `json:"baseRef"`
-	BaseSHA      string `json:"baseSha"`
-	Files        int    `json:"files"`
-	Summary      string `json:"summary"`
-	TestExitCode *int   `json:"testExitCode,omitempty"`
-}
+// FixPRPayload is the payload of a fix_pr output (publish.FixPRPayload):
+// typed fields the publisher renders, never rendered text.
+type FixPRPayload = publish.FixPRPayload
 
 // Execute runs r and returns the run as it ended.
 func Execute(ctx context.Context, db *postgres.DB, r Run) (*fix.Run, error) {
