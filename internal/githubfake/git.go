@@ -240,6 +240,17 @@ func (r *Repo) Ref(name string) string {
 	return h.String()
 }
 
+// Branches lists the repository's branch names, sorted.
+func (r *Repo) Branches() []string {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	var out []string
+	for _, ref := range r.refs("refs/heads/") {
+		out = append(out, strings.TrimPrefix(ref.Name().String(), "refs/heads/"))
+	}
+	return out
+}
+
 // ReadFile reads path at ref (branch, full ref or commit SHA).
 func (r *Repo) ReadFile(ref, path string) ([]byte, error) {
 	r.s.mu.Lock()
