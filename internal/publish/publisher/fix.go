@@ -21,7 +21,6 @@ import (
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/repos"
-	"github.com/quavon/quavon/internal/sandbox"
 )
 
 // Refusal reasons of a fix_pr output (spec §7 items 1–9), stored on the
@@ -695,7 +694,9 @@ func diffSize(diff string) (added, deleted int) {
 }
 
 // commandRuns are the run's last test and lint results as the body shows
-// them (the tails were redacted when stored).
+// them (the tails were redacted when stored). Status is the sandbox
+// result's (internal/sandbox: completed, timed_out, failed, rejected),
+// compared as text: the publisher does not link the sandbox package.
 func commandRuns(tr fix.TestResults, fp policy.Fix) []render.CommandRun {
 	var out []render.CommandRun
 	for _, r := range []struct {
@@ -709,9 +710,9 @@ func commandRuns(tr fix.TestResults, fp policy.Fix) []render.CommandRun {
 		c := render.CommandRun{Step: r.step, Command: r.command, ExitCode: r.res.ExitCode,
 			Duration: time.Duration(r.res.DurationMillis) * time.Millisecond, OutputTruncated: r.res.Truncated}
 		switch {
-		case r.res.TimedOut || r.res.Status == string(sandbox.StatusTimedOut):
+		case r.res.TimedOut || r.res.Status == "timed_out":
 			c.Outcome = render.OutcomeTimedOut
-		case r.res.Status != "" && r.res.Status != string(sandbox.StatusCompleted):
+		case r.res.Status != "" && r.res.Status != "completed":
 			// The sandbox could not run it (failed, rejected).
 			c.Outcome = render.OutcomeError
 		case r.res.ExitCode == 0:
