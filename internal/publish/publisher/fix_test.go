@@ -19,6 +19,7 @@ import (
 	"github.com/quavon/quavon/internal/api"
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/github/writer"
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/postgres"
@@ -49,6 +50,7 @@ type fixWorld struct {
 	issue      int
 	rec        *recorder
 	pub        *publisher.Publisher
+	conn       *github.Conn
 	approverID string
 }
 
@@ -107,6 +109,7 @@ func newFixWorld(t *testing.T, private bool, fixerGrant map[string]string) *fixW
 	w.policy(t, `{"version":1,"features":{"fix":{"mode":"approval","testCommand":"go test ./..."}}}`)
 	b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.review, github.AppFixer: w.fixer}, testbroker.Options{})
 	conn := b.Conn(t, tokenbroker.RolePublisher, github.TransportConfig{Base: w.rec})
+	w.conn = conn
 	scanner, err := leaks.NewScanner()
 	if err != nil {
 		t.Fatal(err)
@@ -587,5 +590,50 @@ func TestPublishFixAuto(t *testing.T) {
 	}
 	if len(p.rec.writes()) != 0 {
 		t.Fatalf("public: wrote %v", p.rec.writes())
+	}
+}
+
+// TestFixerWorkflowWriteRefusedByGitHub: past the path policy, GitHub
+// itself refuses the Fixer's ref that adds a workflow file, because the
+// Fixer has no workflows permission (the emulator enforces it).
+func TestFixerWorkflowWriteRefusedByGitHub(t *testing.T) {
+	w := newFixWorld(t, true, fixerPerms)
+	ctx := context.Background()
+	fx, err := publisher.ConnFixers(w.conn)(ctx, w.fixerInst.ID, "acme/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := w.repo.Ref("main")
+	bc, err := fx.Commit(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	content := "on: push\njobs: {}\n"
+	tree, err := fx.CreateTree(ctx, bc.Tree, []writer.TreeChange{{Path: ".github/workflows/ci.yml", Mode: "100644", Content: &content}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit, err := fx.CreateCommit(ctx, "workflow\n", tree, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fx.CreateBranch(ctx, "quavon/fix-1-0123abcd", commit)
+	if err == nil || !strings.Contains(err.Error(), "workflows") {
+		t.Fatalf("create branch with a workflow: %v", err)
+	}
+	if w.repo.Ref("quavon/fix-1-0123abcd") != "" {
+		t.Fatal("the branch exists")
+	}
+	// The same commit without the workflow file goes through.
+	readme := "calc, documented\n"
+	tree, err = fx.CreateTree(ctx, bc.Tree, []writer.TreeChange{{Path: "README.md", Mode: "100644", Content: &readme}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commit, err = fx.CreateCommit(ctx, "readme\n", tree, base); err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.CreateBranch(ctx, "quavon/fix-1-0123abcd", commit); err != nil {
+		t.Fatal(err)
 	}
 }
