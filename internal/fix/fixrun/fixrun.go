@@ -48,6 +48,11 @@ type Run struct {
 	// Agent is the agent's configuration, Model already wrapped in Budget.
 	Agent  fixagent.Config
 	Budget *llm.Budget
+	// PolicySHA256 is the effective policy's verdicts hash
+	// (policy.Effective.VerdictsSHA256) the run is made under; the output
+	// binds it, and the dashboard and the publisher refuse it under other
+	// verdicts. "" binds none.
+	PolicySHA256 string
 	// ApprovalTTL: zero means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
 	Now         func() time.Time
@@ -141,7 +146,7 @@ func Execute(ctx context.Context, db *postgres.DB, r Run) (*fix.Run, error) {
 			payload.TestExitCode = &res.LastTest.ExitCode
 		}
 		out := publish.NewOutput{RepositoryID: run.RepositoryID, Kind: publish.KindFixPR, FixRunID: r.ID, Payload: payload,
-			Bound: publish.Bound{PatchSHA256: sum, BaseSHA: r.Base.SHA}}
+			Bound: publish.Bound{PatchSHA256: sum, BaseSHA: r.Base.SHA, PolicySHA256: r.PolicySHA256}}
 		if run.Mode == fix.ModeAuto && r.Private {
 			out.Status = publish.OutputReady
 			run, err = fix.Transition(ctx, tx, r.ID, fix.StatusPublishing, fix.Why{})

@@ -82,6 +82,7 @@
 //	patch_changed             the stored patch no longer hashes to the bound patch
 //	policy_invalid            the stored policy fails to parse (= off)
 //	fix_off                   the policy's fix mode is off
+//	policy_changed            the output binds policy verdicts (policy.VerdictsSHA256) that are no longer the effective ones
 //	approval_required         published without approval, but the effective mode is not auto (public repository)
 //	repository_archived, repository_not_covered (review app's reader)
 //	fixer_not_installed       no Fixer installation covers the repository

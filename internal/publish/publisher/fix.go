@@ -31,6 +31,7 @@ const (
 	ReasonPatchChanged           = "patch_changed"
 	ReasonApprovalRequired       = "approval_required"
 	ReasonPolicyInvalid          = "policy_invalid"
+	ReasonPolicyChanged          = "policy_changed"
 	ReasonFixOff                 = "fix_off"
 	ReasonFixerNotInstalled      = "fixer_not_installed"
 	ReasonFixerSuspended         = "fixer_suspended"
@@ -255,6 +256,9 @@ func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (s
 		return ReasonPolicyInvalid, nil
 	case !f.eff.FixEnabled():
 		return ReasonFixOff, nil
+	case o.Bound.PolicySHA256 != "" && !sameVerdicts(f.eff, o.Bound.PolicySHA256):
+		// The approval was given under other policy verdicts.
+		return ReasonPolicyChanged, nil
 	case o.Status == publish.OutputReady && (f.eff.FixMode() != policy.FixAuto || run.Mode != fix.ModeAuto):
 		// Published without approval only in auto mode, which a public
 		// repository downgrades to approval.
@@ -391,6 +395,11 @@ func (p *Publisher) writeFix(ctx context.Context, tenant postgres.TenantID, f fi
 		return Result{}, attemptErr
 	}
 	return res, nil
+}
+
+func sameVerdicts(eff policy.Effective, bound string) bool {
+	now, err := eff.VerdictsSHA256()
+	return err == nil && now == bound
 }
 
 func refusalOr(r, def string) string {

@@ -22,6 +22,7 @@ import (
 	"github.com/quavon/quavon/internal/github/writer"
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/patch"
+	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/publish/publisher"
@@ -52,6 +53,19 @@ type fixWorld struct {
 	pub        *publisher.Publisher
 	conn       *github.Conn
 	approverID string
+}
+
+// fixPolicy is the policy the scenarios' runs are made under.
+const fixPolicy = `{"version":1,"features":{"fix":{"mode":"approval","testCommand":"go test ./..."}}}`
+
+// verdicts is the verdicts hash of a private repository's doc.
+func verdicts(t *testing.T, doc string) string {
+	t.Helper()
+	h, err := policy.Resolve([]byte(doc), policy.RepoFacts{Private: true}).VerdictsSHA256()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 var fixerPerms = map[string]string{"contents": "write", "pull_requests": "write"}
@@ -106,7 +120,7 @@ func newFixWorld(t *testing.T, private bool, fixerGrant map[string]string) *fixW
 		_, err := tx.Exec(ctx, "INSERT INTO user_identities (tenant_id, user_id, login, external_id) VALUES (quavon_current_tenant(), $1, 'mona', 77)", w.approverID)
 		return err
 	})
-	w.policy(t, `{"version":1,"features":{"fix":{"mode":"approval","testCommand":"go test ./..."}}}`)
+	w.policy(t, fixPolicy)
 	b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.review, github.AppFixer: w.fixer}, testbroker.Options{})
 	conn := b.Conn(t, tokenbroker.RolePublisher, github.TransportConfig{Base: w.rec})
 	w.conn = conn
@@ -157,6 +171,8 @@ type runOpts struct {
 	// decide: "approve", "reject" or "" (left awaiting approval); auto
 	// runs are ready without a decision.
 	decide string
+	// policySHA256 is bound by the output ("": none).
+	policySHA256 string
 }
 
 // fixRun stores what fixrun leaves (a run with its patch and test result
@@ -197,7 +213,7 @@ func (w *fixWorld) fixRun(t *testing.T, o runOpts) (runID, outID string) {
 		}
 		out := publish.NewOutput{RepositoryID: w.repoID, Kind: publish.KindFixPR, FixRunID: r.ID,
 			Payload: publish.FixPRPayload{Issue: w.issue, BaseRef: "main", BaseSHA: base, Files: len(o.changes), Summary: "Add adds."},
-			Bound:   publish.Bound{PatchSHA256: sum, BaseSHA: base}}
+			Bound:   publish.Bound{PatchSHA256: sum, BaseSHA: base, PolicySHA256: o.policySHA256}}
 		if o.mode == fix.ModeAuto {
 			out.Status = publish.OutputReady
 			_, err = fix.Transition(ctx, tx, r.ID, fix.StatusPublishing, fix.Why{})
@@ -287,7 +303,7 @@ func (w *fixWorld) fixPRs(t *testing.T) []githubfake.Issue {
 func TestPublishFixHappyPath(t *testing.T) {
 	w := newFixWorld(t, true, fixerPerms)
 	base := w.repo.Ref("main")
-	runID, outID := w.fixRun(t, runOpts{decide: "approve"})
+	runID, outID := w.fixRun(t, runOpts{decide: "approve", policySHA256: verdicts(t, fixPolicy)})
 	res, err := w.publish(t, outID)
 	if err != nil || res.Outcome != publisher.OutcomePublished || res.Reconciled {
 		t.Fatalf("publish: %+v %v", res, err)
@@ -442,6 +458,10 @@ func TestPublishFixRefusals(t *testing.T) {
 		{name: "policy switched off", reason: publisher.ReasonFixOff, before: func(t *testing.T, w *fixWorld, _ string) {
 			w.policy(t, `{"version":1,"features":{"fix":{"mode":"off"}}}`)
 		}},
+		{name: "policy verdicts changed", reason: publisher.ReasonPolicyChanged, opts: runOpts{policySHA256: verdicts(t, fixPolicy)},
+			before: func(t *testing.T, w *fixWorld, _ string) {
+				w.policy(t, `{"version":1,"features":{"fix":{"mode":"approval","testCommand":"go test ./...","deniedPaths":["docs/**"]}}}`)
+			}},
 		{name: "policy invalid", reason: publisher.ReasonPolicyInvalid, before: func(t *testing.T, w *fixWorld, _ string) {
 			w.policy(t, `{"version":1,"features":{"fix":{"mode":"sometimes"}}}`)
 		}},
