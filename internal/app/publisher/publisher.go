@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg config.PublisherConfig, log *slog.Logger, opt 
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &publisher.Worker{Publisher: pub})
-	river.AddWorker(workers, &publisher.SweepWorker{DB: db})
+	river.AddWorker(workers, &publisher.SweepWorker{DB: db, Fix: pcfg.Fix != nil})
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger:       log,
 		Queues:       map[string]river.QueueConfig{queues.Publish: {MaxWorkers: pc.Concurrency}},

@@ -657,3 +657,29 @@ func TestFixerWorkflowWriteRefusedByGitHub(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSweepFix: approved and ready fix_pr outputs get a publish job at
+// the next sweep, once; one still awaiting approval gets none.
+func TestSweepFix(t *testing.T) {
+	w := newFixWorld(t, true, fixerPerms)
+	ctx := context.Background()
+	_, waiting := w.fixRun(t, runOpts{})
+	w.issue = w.repo.AddIssue(githubfake.IssueOptions{Title: "another", Author: "alice"})
+	_, approved := w.fixRun(t, runOpts{decide: "approve"})
+	jobs, err := river.NewClient(riverpgxv5.New(w.cp.App.Pool), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{1, 0} {
+		if n, err := publisher.SweepFix(ctx, w.cp.App, jobs); err != nil || n != want {
+			t.Fatalf("sweep %d: %d %v, want %d", i, n, err, want)
+		}
+	}
+	var outputID string
+	if err := w.cp.Admin.QueryRow(ctx, `SELECT args->>'output' FROM river_job WHERE kind = $1`, publish.JobKind).Scan(&outputID); err != nil {
+		t.Fatal(err)
+	}
+	if outputID != approved || outputID == waiting {
+		t.Fatalf("job for %s, want %s", outputID, approved)
+	}
+}
