@@ -109,4 +109,8 @@
 // trees are content-addressed, so the tree is created again to compare).
 // Lost responses and crashes after the ref or the pull request therefore
 // end in exactly one branch and one pull request.
+//
+// Nothing inserts a fix_pr output's publish job when it becomes ready or
+// approved: SweepFix (run by the periodic sweep when fix publication is
+// on) asks for each one; the job's uniqueness keeps one per output.
 package publisher
