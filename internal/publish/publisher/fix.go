@@ -244,7 +244,13 @@ func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (s
 	}
 	f.changes, f.diff = changes, diff
 	if o.DecidedBy != "" {
-		_ = tx.QueryRow(ctx, `SELECT login FROM user_identities WHERE user_id = $1 ORDER BY host LIMIT 1`, o.DecidedBy).Scan(&f.approver)
+		// The approver's login on the repository's host, for the label; a
+		// user without one is named by no login.
+		err := tx.QueryRow(ctx, `SELECT login FROM user_identities WHERE user_id = $1 AND host = $2 ORDER BY external_id LIMIT 1`,
+			o.DecidedBy, f.repo.host).Scan(&f.approver)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return "", fmt.Errorf("approver: %w", err)
+		}
 	}
 	doc, _, err := repos.Policy(ctx, tx, o.RepositoryID, false)
 	if err != nil {
