@@ -9,6 +9,9 @@ import (
 type Publisher struct {
 	// ReviewAppSlug is the review app's slug: its bot is "<slug>[bot]".
 	ReviewAppSlug string
+	// FixerAppSlug is the Fixer app's slug; empty: fix outputs are not
+	// published (they wait).
+	FixerAppSlug string
 	// Concurrency is the publish jobs run at once.
 	Concurrency int
 	// WriteSpacing is the minimum interval between writes of one
@@ -61,6 +64,10 @@ func (r *reader) publisher() Publisher {
 	p := Publisher{ReviewAppSlug: r.vals["QUAVON_GITHUB_REVIEW_APP_SLUG"], Concurrency: r.intRange("QUAVON_PUBLISHER_CONCURRENCY", 1, 256)}
 	if !slugRE.MatchString(p.ReviewAppSlug) {
 		r.fail("QUAVON_GITHUB_REVIEW_APP_SLUG %q: want the review app's slug (lowercase letters, digits, '-')", p.ReviewAppSlug)
+	}
+	p.FixerAppSlug = r.vals["QUAVON_GITHUB_FIXER_APP_SLUG"]
+	if p.FixerAppSlug != "" && !slugRE.MatchString(p.FixerAppSlug) {
+		r.fail("QUAVON_GITHUB_FIXER_APP_SLUG %q: want the Fixer app's slug (lowercase letters, digits, '-')", p.FixerAppSlug)
 	}
 	p.WriteSpacing = parseDuration(r.vals, "QUAVON_PUBLISHER_WRITE_SPACING", 0, time.Minute, &r.errs)
 	p.ShutdownGrace = parseDuration(r.vals, "QUAVON_PUBLISHER_SHUTDOWN_GRACE", 0, 10*time.Minute, &r.errs)

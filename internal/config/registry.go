@@ -170,7 +170,7 @@ var registry = []Setting{
 	{Name: "QUAVON_API_METRICS_LISTEN", Default: ":9090", group: gAPI, Doc: "where `quavon-api` serves Prometheus `/metrics`, a listener of its own; empty: off"},
 	{Name: "QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the review app's webhook secret (≥ 16 characters)"},
 	{Name: "QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE", Secret: true, group: gAPI, Doc: "the Fixer app's webhook secret (≥ 16 characters)"},
-	{Name: "QUAVON_GITHUB_FIXER_APP_SLUG", group: gAPI, Doc: "the Fixer app's slug: `@<slug> fix` in an issue comment starts a fix (empty: only labels do)"},
+	{Name: "QUAVON_GITHUB_FIXER_APP_SLUG", group: gGitHub, Doc: "the Fixer app's slug: `@<slug> fix` in an issue comment starts a fix (empty: only labels do); the publisher opens fix pull requests only when it is set, and its reconcile trusts only `<slug>[bot]`"},
 
 	{Name: "QUAVON_WEB_PUBLIC_URL", group: gWeb, Doc: "where the dashboard is reached (`https://quavon.example.com`); empty: no dashboard. The review app's OAuth callback URL is this plus `/auth/callback`"},
 	{Name: "QUAVON_GITHUB_WEB_URL", Default: "https://github.com", group: gWeb, Doc: "GitHub's web root, for the OAuth sign-in (GHES: `https://HOST`)"},

@@ -72,7 +72,10 @@
 // forward"). Branch writes also honour protection (Protect refuses every
 // update and deletion of that branch, like "require a pull request") and
 // rules: creation, update, deletion, non_fast_forward, required_signatures,
-// required_linear_history (422 "Repository rule violations found").
+// required_linear_history (422 "Repository rule violations found"). A ref
+// created or updated with an app token lacking workflows: write is refused
+// (422 "refusing to allow a GitHub App to create or update workflow ...")
+// when it adds, changes or removes a file under .github/workflows/.
 // Commits an app creates through the REST API without author/committer, and
 // every createCommitOnBranch commit, are reported as verified (GitHub signs
 // them); human commits (Repo.Commit) are unsigned.

@@ -240,6 +240,17 @@ func (r *Repo) Ref(name string) string {
 	return h.String()
 }
 
+// Branches lists the repository's branch names, sorted.
+func (r *Repo) Branches() []string {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	var out []string
+	for _, ref := range r.refs("refs/heads/") {
+		out = append(out, strings.TrimPrefix(ref.Name().String(), "refs/heads/"))
+	}
+	return out
+}
+
 // ReadFile reads path at ref (branch, full ref or commit SHA).
 func (r *Repo) ReadFile(ref, path string) ([]byte, error) {
 	r.s.mu.Lock()
@@ -804,6 +815,47 @@ func (s *Server) handleListRefs(c *call) {
 	c.json(http.StatusOK, list)
 }
 
+// checkWorkflows is GitHub's refusal of a ref write by an app without
+// workflows: write that adds, changes or removes a file under
+// .github/workflows/ relative to from (the ref's old target; for a new
+// ref, the commit's first parent).
+func (r *Repo) checkWorkflows(c *call, from, to plumbing.Hash) string {
+	if c.tok == nil || levelRank(c.tok.perms["workflows"]) >= levelRank(Write) {
+		return ""
+	}
+	if from.IsZero() {
+		if cm, err := object.GetCommit(r.st, to); err == nil && len(cm.ParentHashes) > 0 {
+			from = cm.ParentHashes[0]
+		}
+	}
+	after, err := r.flatTree(to)
+	if err != nil {
+		return ""
+	}
+	before := map[string]leaf{}
+	if !from.IsZero() {
+		if before, err = r.flatTree(from); err != nil {
+			return ""
+		}
+	}
+	var changed []string
+	for p, l := range after {
+		if strings.HasPrefix(p, ".github/workflows/") && before[p] != l {
+			changed = append(changed, p)
+		}
+	}
+	for p := range before {
+		if _, ok := after[p]; !ok && strings.HasPrefix(p, ".github/workflows/") {
+			changed = append(changed, p)
+		}
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	sort.Strings(changed)
+	return "refusing to allow a GitHub App to create or update workflow `" + changed[0] + "` without `workflows` permission"
+}
+
 // checkRefWrite applies classic protection and rulesets to a branch write.
 // op is "create", "update", "delete"; force marks a non-fast-forward.
 func (r *Repo) checkRefWrite(name, op string, force bool, target plumbing.Hash) string {
@@ -889,6 +941,10 @@ func (s *Server) handleCreateRef(c *call) {
 		c.validationFailed(msg)
 		return
 	}
+	if msg := r.checkWorkflows(c, plumbing.ZeroHash, h); msg != "" {
+		c.validationFailed(msg)
+		return
+	}
 	if err := r.st.SetReference(plumbing.NewHashReference(plumbing.ReferenceName(req.Ref), h)); err != nil {
 		c.fail(http.StatusInternalServerError, err.Error())
 		return
@@ -933,6 +989,10 @@ func (s *Server) handleUpdateRef(c *call) {
 		return
 	}
 	if msg := r.checkRefWrite(name, "update", !ff, h); msg != "" {
+		c.validationFailed(msg)
+		return
+	}
+	if msg := r.checkWorkflows(c, old, h); msg != "" {
 		c.validationFailed(msg)
 		return
 	}

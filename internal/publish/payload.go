@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"strings"
 
 	"github.com/quavon/quavon/internal/publish/render"
 )
@@ -48,4 +50,64 @@ func strictJSON(raw []byte, v any) error {
 		return fmt.Errorf("%w: trailing data", ErrInvalid)
 	}
 	return nil
+}
+
+// FixPRPayload is the payload of a fix_pr output: typed fields the
+// publisher renders, never rendered text. fixrun writes it.
+type FixPRPayload struct {
+	Issue        int    `json:"issue"`
+	BaseRef      string `json:"baseRef"`
+	BaseSHA      string `json:"baseSha"`
+	Files        int    `json:"files"`
+	Summary      string `json:"summary"`
+	TestExitCode *int   `json:"testExitCode,omitempty"`
+}
+
+// FixPRTarget is what a fix_pr output publishes to, decoded strictly from
+// its payload and checked against the output's bound hashes: the issue of
+// the output's repository, the branch the draft pull request goes into,
+// and the base commit and patch the approval bound.
+type FixPRTarget struct {
+	RepositoryID string
+	FixRunID     string
+	Issue        int
+	BaseRef      string
+	BaseSHA      string
+	PatchSHA256  string
+	// Files is the number of files the patch changes (as the run recorded
+	// it; the publisher recounts).
+	Files int
+}
+
+var baseRefRE = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,255}$`)
+
+// DecodeFixPRTarget reads a fix_pr output's payload strictly and returns
+// its target, refusing (ErrInvalid) a payload whose base differs from the
+// bound base, a missing issue or patch, or a branch name GitHub would not
+// take.
+func DecodeFixPRTarget(o *Output) (FixPRTarget, FixPRPayload, error) {
+	var p FixPRPayload
+	if o == nil || o.Kind != KindFixPR {
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: not a fix_pr output", ErrInvalid)
+	}
+	if err := strictJSON(o.Payload, &p); err != nil {
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w", err)
+	}
+	switch {
+	case p.Issue <= 0 || p.Issue > 1<<31-1:
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: issue %d", ErrInvalid, p.Issue)
+	case !baseRefRE.MatchString(p.BaseRef) || strings.Contains(p.BaseRef, "..") || strings.HasPrefix(p.BaseRef, "refs/") ||
+		strings.HasPrefix(p.BaseRef, "/") || strings.HasSuffix(p.BaseRef, "/") || strings.HasSuffix(p.BaseRef, ".lock"):
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: base branch %q", ErrInvalid, p.BaseRef)
+	case !shaRE.MatchString(p.BaseSHA) || p.BaseSHA != o.Bound.BaseSHA:
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: the payload's base is not the bound base", ErrInvalid)
+	case !hash64RE.MatchString(o.Bound.PatchSHA256):
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: no bound patch", ErrInvalid)
+	case o.FixRunID == "" || o.RepositoryID == "":
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: no fix run or repository", ErrInvalid)
+	case p.Files < 0:
+		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: files %d", ErrInvalid, p.Files)
+	}
+	return FixPRTarget{RepositoryID: o.RepositoryID, FixRunID: o.FixRunID, Issue: p.Issue, BaseRef: p.BaseRef, BaseSHA: p.BaseSHA,
+		PatchSHA256: o.Bound.PatchSHA256, Files: p.Files}, p, nil
 }

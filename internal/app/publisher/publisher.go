@@ -5,6 +5,11 @@
 // internal/publish/publisher), and a sweep every SweepInterval that asks
 // again for review outputs whose jobs gave up.
 //
+// With QUAVON_GITHUB_FIXER_APP_SLUG set it also publishes fix_pr outputs
+// (the Fixer's write tokens, the review app's read tokens for the issue
+// and the trigger actor, the secret scanner); this is the one place fix
+// publication is wired.
+//
 // It holds no app private key, no model key, no sandbox key and no Valkey
 // client (cmd/quavon-publisher/deps_test.go proves what it links).
 //
@@ -31,6 +36,7 @@ import (
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish/publisher"
 	"github.com/quavon/quavon/internal/queues"
+	"github.com/quavon/quavon/internal/secret/leaks"
 	"github.com/quavon/quavon/internal/secretfile"
 )
 
@@ -83,15 +89,28 @@ func New(ctx context.Context, cfg config.PublisherConfig, log *slog.Logger, opt 
 	if err != nil {
 		return nil, err
 	}
-	pub, err := publisher.New(db, publisher.ConnReviewers(conn), publisher.Config{ReviewAppSlug: pc.ReviewAppSlug},
-		publisher.NewSpacer(pc.WriteSpacing, nil), log)
+	pcfg := publisher.Config{ReviewAppSlug: pc.ReviewAppSlug}
+	if pc.FixerAppSlug != "" {
+		// Fix pull requests: the Fixer's write set, the review app's read
+		// set for the issue and the actor, gitleaks plus Quavon's patterns.
+		scanner, err := leaks.NewScanner()
+		if err != nil {
+			db.Close()
+			return nil, fmt.Errorf("publisher: %w", err)
+		}
+		pcfg.Fix = &publisher.FixConfig{AppSlug: pc.FixerAppSlug, Fixers: publisher.ConnFixers(conn),
+			Readers: publisher.ConnReaders(conn), Scanner: scanner}
+	} else {
+		log.Warn("QUAVON_GITHUB_FIXER_APP_SLUG is empty: fix pull requests are not published")
+	}
+	pub, err := publisher.New(db, publisher.ConnReviewers(conn), pcfg, publisher.NewSpacer(pc.WriteSpacing, nil), log)
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &publisher.Worker{Publisher: pub})
-	river.AddWorker(workers, &publisher.SweepWorker{DB: db})
+	river.AddWorker(workers, &publisher.SweepWorker{DB: db, Fix: pcfg.Fix != nil})
 	client, err := river.NewClient(riverpgxv5.New(db.Pool), &river.Config{
 		Logger:       log,
 		Queues:       map[string]river.QueueConfig{queues.Publish: {MaxWorkers: pc.Concurrency}},

@@ -48,21 +48,19 @@ type Run struct {
 	// Agent is the agent's configuration, Model already wrapped in Budget.
 	Agent  fixagent.Config
 	Budget *llm.Budget
+	// PolicySHA256 is the effective policy's verdicts hash
+	// (policy.Effective.VerdictsSHA256) the run is made under; the output
+	// binds it, and the dashboard and the publisher refuse it under other
+	// verdicts. "" binds none.
+	PolicySHA256 string
 	// ApprovalTTL: zero means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
 	Now         func() time.Time
 }
 
-// FixPRPayload is the payload of a fix_pr output: typed fields the
-// publisher renders (issue 22), never rendered text.
-type FixPRPayload struct {
-	Issue        int    `json:"issue"`
-	BaseRef      string `json:"baseRef"`
-	BaseSHA      string `json:"baseSha"`
-	Files        int    `json:"files"`
-	Summary      string `json:"summary"`
-	TestExitCode *int   `json:"testExitCode,omitempty"`
-}
+// FixPRPayload is the payload of a fix_pr output (publish.FixPRPayload):
+// typed fields the publisher renders, never rendered text.
+type FixPRPayload = publish.FixPRPayload
 
 // Execute runs r and returns the run as it ended.
 func Execute(ctx context.Context, db *postgres.DB, r Run) (*fix.Run, error) {
@@ -148,7 +146,7 @@ func Execute(ctx context.Context, db *postgres.DB, r Run) (*fix.Run, error) {
 			payload.TestExitCode = &res.LastTest.ExitCode
 		}
 		out := publish.NewOutput{RepositoryID: run.RepositoryID, Kind: publish.KindFixPR, FixRunID: r.ID, Payload: payload,
-			Bound: publish.Bound{PatchSHA256: sum, BaseSHA: r.Base.SHA}}
+			Bound: publish.Bound{PatchSHA256: sum, BaseSHA: r.Base.SHA, PolicySHA256: r.PolicySHA256}}
 		if run.Mode == fix.ModeAuto && r.Private {
 			out.Status = publish.OutputReady
 			run, err = fix.Transition(ctx, tx, r.ID, fix.StatusPublishing, fix.Why{})

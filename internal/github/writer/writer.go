@@ -40,6 +40,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	gh "github.com/google/go-github/v75/github"
 	"github.com/shurcooL/githubv4"
@@ -74,8 +75,12 @@ type TreeChange struct {
 	Path string
 	// Mode is "100644" or "100755"; ignored for deletions.
 	Mode string
-	// SHA is the blob SHA; "" deletes Path.
+	// SHA is the blob SHA; "" (with Content nil) deletes Path.
 	SHA string
+	// Content, when not nil, is the file's text sent inline in the tree
+	// entry (GitHub stores the blob itself: no CreateBlob call). It must be
+	// valid UTF-8 without NUL; SHA is then empty.
+	Content *string
 }
 
 // Commit is a git commit as the reconcile logic needs it.
@@ -231,7 +236,15 @@ func (w *Fixer) CreateTree(ctx context.Context, baseTree string, changes []TreeC
 		}
 		seen[ch.Path] = true
 		e := &gh.TreeEntry{Path: gh.Ptr(ch.Path), Type: gh.Ptr("blob")}
-		if ch.SHA == "" {
+		if ch.Content != nil {
+			if ch.SHA != "" || !utf8.ValidString(*ch.Content) || strings.ContainsRune(*ch.Content, 0) {
+				return "", fmt.Errorf("%s: %s: inline content must be text and comes without a SHA", op, ch.Path)
+			}
+			if ch.Mode != "100644" && ch.Mode != "100755" {
+				return "", fmt.Errorf("%s: %s: mode %q is not a regular file", op, ch.Path, ch.Mode)
+			}
+			e.Mode, e.Content = gh.Ptr(ch.Mode), ch.Content
+		} else if ch.SHA == "" {
 			// go-github sends "sha": null for an entry without SHA and
 			// content: GitHub's deletion form.
 			e.Mode = gh.Ptr("100644")
@@ -446,6 +459,64 @@ func (w *Fixer) Commit(ctx context.Context, sha string) (Commit, error) {
 		out.Parents = append(out.Parents, p.GetSHA())
 	}
 	return out, nil
+}
+
+// MaxTreeEntries bounds the recursive tree listing the publish-time
+// re-validation reads (GitHub truncates at 100,000 entries; a truncated
+// listing is an error, never a partial base).
+const MaxTreeEntries = 100_000
+
+// TreeEntry is one entry of a recursive tree listing.
+type TreeEntry struct {
+	Path, Mode, Type, SHA string
+}
+
+// Tree lists tree sha recursively with the Fixer's own token (the fresh
+// listing the publisher validates a patch against). A truncated listing
+// is github.ErrTooLarge.
+func (w *Fixer) Tree(ctx context.Context, sha string) ([]TreeEntry, error) {
+	op := "writer.Tree " + sha
+	if !sha1Hex.MatchString(sha) {
+		return nil, fmt.Errorf("%s: not a SHA", op)
+	}
+	t, _, err := w.c.REST.Git.GetTree(ctx, w.c.Owner, w.c.Name, sha, true)
+	if err != nil {
+		return nil, github.WrapError(op, err)
+	}
+	if t.GetTruncated() || len(t.Entries) > MaxTreeEntries {
+		return nil, fmt.Errorf("%s: %w: the listing is truncated", op, github.ErrTooLarge)
+	}
+	out := make([]TreeEntry, 0, len(t.Entries))
+	for _, e := range t.Entries {
+		out = append(out, TreeEntry{Path: e.GetPath(), Mode: e.GetMode(), Type: e.GetType(), SHA: e.GetSHA()})
+	}
+	return out, nil
+}
+
+// Blob returns the content of blob sha, refusing one over max bytes.
+func (w *Fixer) Blob(ctx context.Context, sha string, max int) ([]byte, error) {
+	op := "writer.Blob " + sha
+	if !sha1Hex.MatchString(sha) {
+		return nil, fmt.Errorf("%s: not a SHA", op)
+	}
+	b, _, err := w.c.REST.Git.GetBlob(ctx, w.c.Owner, w.c.Name, sha)
+	if err != nil {
+		return nil, github.WrapError(op, err)
+	}
+	if b.GetSize() > max {
+		return nil, fmt.Errorf("%s: %w: %d bytes", op, github.ErrTooLarge, b.GetSize())
+	}
+	if b.GetEncoding() != "base64" {
+		return nil, fmt.Errorf("%s: unexpected encoding %q", op, b.GetEncoding())
+	}
+	data, err := base64.StdEncoding.DecodeString(strings.Join(strings.Fields(b.GetContent()), ""))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(data) > max {
+		return nil, fmt.Errorf("%s: %w: %d bytes", op, github.ErrTooLarge, len(data))
+	}
+	return data, nil
 }
 
 // Branch returns the branch name with its protection flag. A renamed

@@ -36,7 +36,7 @@
 //
 // # Re-checks at publish time (reason codes)
 //
-//	fix_not_handled           a fix output: left untouched (issue 22)
+//	fix_not_handled           a fix_commit output, or fix_pr without Config.Fix: left untouched
 //	superseded                a newer run of the pull request exists, or the run was cancelled as superseded
 //	run_ended                 the run is not completed (cancelled, failed, closed pull request)
 //	policy_off                the stored policy fails to parse, or a part the run published under is no longer on
@@ -59,4 +59,58 @@
 // between them). A job whose repository wrote within the interval is
 // snoozed rather than waited for, so one repository's backlog never
 // holds a worker while other repositories' jobs wait.
+//
+// # Fix pull requests (spec §7, FX5–FX9, FX11)
+//
+// A fix_pr output becomes one bot branch quavon/fix-<issue>-<first 8 hex of
+// the intent's marker>, holding one commit whose only parent is the bound
+// base and whose tree is the base tree with the patch applied, and one
+// draft pull request into the default branch whose body the renderer
+// writes from typed fields (exactly one "Fixes #<issue>", the marker). The
+// intent is fix_pr:{repositoryId}:{fixRunId}. The decide transaction
+// re-checks what the database knows and moves the run from approved to
+// publishing when it claims the intent; the write transaction re-checks
+// on GitHub, then writes with as few calls as GitHub allows: a tree with
+// inline content (a blob per file only above 8 MiB of content), the
+// commit, the ref (POST git/refs: never an existing ref, never force),
+// the pull request. Every refusal ends the intent, the output and the run
+// failed with its reason (the dashboard's fix-run page shows it):
+//
+//	invalid_payload           the payload does not decode, or its base is not the bound base
+//	fix_run_mismatch          the run is not this repository's issue fix on that base
+//	fix_run_not_approved      the run is not approved or publishing (rejected, expired, ...)
+//	patch_changed             the stored patch no longer hashes to the bound patch
+//	policy_invalid            the stored policy fails to parse (= off)
+//	fix_off                   the policy's fix mode is off
+//	policy_changed            the output binds policy verdicts (policy.VerdictsSHA256) that are no longer the effective ones
+//	approval_required         published without approval, but the effective mode is not auto (public repository)
+//	repository_archived, repository_not_covered (review app's reader)
+//	fixer_not_installed       no Fixer installation covers the repository
+//	fixer_suspended           the Fixer installation is suspended
+//	fixer_permission_missing  it lacks contents:write or pull_requests:write
+//	base_branch_changed       the default branch is no longer the run's base branch
+//	issue_closed, issue_transferred, issue_is_pull_request
+//	actor_not_permitted       the trigger actor's live permission is not admin or write (CH5)
+//	base_moved                ValidatePatch against a fresh listing of the base branch: a base blob differs
+//	secret_in_patch           the secret scan (gitleaks and Quavon's patterns) hit an added line
+//	patch_rejected            any other ValidatePatch rule (path policy: workflows, lockfiles, ...)
+//	secret_in_body            the rendered title or body matched the secret scan
+//	rule_blocks               a repository rule other than deletion, non_fast_forward,
+//	                          required_linear_history, required_signatures (unknown types block)
+//	signature_unverified      required_signatures applies and GitHub reports the commit unverified
+//	branch_protected          the bot branch exists and is protected
+//	branch_exists             the bot branch exists and is not exactly this intent's commit
+//
+// Reconcile: on every attempt after the first, a pull request whose head is
+// the bot branch, whose author is "<Fixer slug>[bot]" and whose body has
+// the marker is the intent's write: recorded, nothing written. An existing
+// bot branch is reused only when it holds one commit whose parent is the
+// base and whose tree equals the patch tree (a retry of the same intent:
+// trees are content-addressed, so the tree is created again to compare).
+// Lost responses and crashes after the ref or the pull request therefore
+// end in exactly one branch and one pull request.
+//
+// Nothing inserts a fix_pr output's publish job when it becomes ready or
+// approved: SweepFix (run by the periodic sweep when fix publication is
+// on) asks for each one; the job's uniqueness keeps one per output.
 package publisher

@@ -80,6 +80,9 @@ type Config struct {
 	ReviewAppSlug string
 	// WriteTimeout bounds one attempt's GitHub calls; 0 means 2 minutes.
 	WriteTimeout time.Duration
+	// Fix publishes fix_pr outputs; nil leaves them untouched
+	// (fix_not_handled).
+	Fix *FixConfig
 }
 
 // Reviewers makes the review app's writer for a repository (tests and the
@@ -109,6 +112,11 @@ func New(db *postgres.DB, reviewers Reviewers, cfg Config, spacer *Spacer, log *
 	}
 	if cfg.ReviewAppSlug == "" {
 		return nil, errors.New("publisher.New: the review app's slug is required (reconcile trusts only its bot)")
+	}
+	if cfg.Fix != nil {
+		if err := cfg.Fix.validate(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 2 * time.Minute
@@ -158,16 +166,20 @@ func (p *Publisher) Publish(ctx context.Context, tenant postgres.TenantID, outpu
 		f       facts
 		res     Result
 		done    bool
+		isFix   bool
 		refusal string
 	)
 	err := p.db.InTenant(ctx, tenant, func(tx pgx.Tx) error {
-		f, res, done, refusal = facts{}, Result{}, false, ""
+		f, res, done, isFix, refusal = facts{}, Result{}, false, false, ""
 		o, err := publish.GetOutput(ctx, tx, outputID)
 		if err != nil {
 			return err
 		}
 		f.out = o
 		switch {
+		case o.Kind == publish.KindFixPR && p.cfg.Fix != nil:
+			isFix = true
+			return nil
 		case o.Kind == publish.KindFixPR || o.Kind == publish.KindFixCommit:
 			res, done = Result{Outcome: OutcomeNotHandled, Reason: ReasonFixNotHandled}, true
 			return nil
@@ -218,6 +230,9 @@ func (p *Publisher) Publish(ctx context.Context, tenant postgres.TenantID, outpu
 			return Result{}, err
 		}
 		return Result{}, fmt.Errorf("publisher.Publish %s: %w", outputID, err)
+	}
+	if isFix {
+		return p.publishFix(ctx, tenant, outputID)
 	}
 	if done {
 		p.logResult(f, res)

@@ -29,6 +29,20 @@ type Inserter interface {
 // out outputs whose job is still waiting or running. It returns how many
 // outputs it asked for.
 func Sweep(ctx context.Context, db *postgres.DB, jobs Inserter, age time.Duration) (int, error) {
+	return sweep(ctx, db, jobs, `SELECT id::text FROM pending_outputs WHERE status IN ('ready', 'approved')
+		AND kind IN ('review', 'check_run', 'sarif') AND updated_at < now() - $1::interval ORDER BY updated_at LIMIT 1000`, age.String())
+}
+
+// SweepFix asks for every fix_pr output that is ready (auto mode) or
+// approved, whatever its age: neither fixrun nor the dashboard's approval
+// inserts its publish job, so the sweep is what publishes them (within
+// SweepInterval). The job's uniqueness keeps one per output.
+func SweepFix(ctx context.Context, db *postgres.DB, jobs Inserter) (int, error) {
+	return sweep(ctx, db, jobs, `SELECT id::text FROM pending_outputs WHERE status IN ('ready', 'approved')
+		AND kind = 'fix_pr' ORDER BY updated_at LIMIT 1000`)
+}
+
+func sweep(ctx context.Context, db *postgres.DB, jobs Inserter, query string, args ...any) (int, error) {
 	rows, err := db.Pool.Query(ctx, "SELECT id::text FROM quavon_tenants()")
 	if err != nil {
 		return 0, fmt.Errorf("publisher.Sweep: %w", err)
@@ -41,9 +55,7 @@ func Sweep(ctx context.Context, db *postgres.DB, jobs Inserter, age time.Duratio
 	for _, t := range tenants {
 		tid := postgres.TenantID(t)
 		err := db.InTenant(ctx, tid, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, `SELECT id::text FROM pending_outputs WHERE status IN ('ready', 'approved')
-				AND kind IN ('review', 'check_run', 'sarif') AND updated_at < now() - $1::interval ORDER BY updated_at LIMIT 1000`,
-				age.String())
+			rows, err := tx.Query(ctx, query, args...)
 			if err != nil {
 				return err
 			}
@@ -85,6 +97,9 @@ func (SweepArgs) InsertOpts() river.InsertOpts {
 type SweepWorker struct {
 	river.WorkerDefaults[SweepArgs]
 	DB *postgres.DB
+	// Fix also sweeps fix_pr outputs (SweepFix): set when the publisher
+	// publishes them.
+	Fix bool
 }
 
 // Work sweeps.
@@ -93,7 +108,10 @@ func (w *SweepWorker) Work(ctx context.Context, _ *river.Job[SweepArgs]) error {
 	if err != nil {
 		return err
 	}
-	_, err = Sweep(ctx, w.DB, client, SweepAge)
+	if _, err = Sweep(ctx, w.DB, client, SweepAge); err != nil || !w.Fix {
+		return err
+	}
+	_, err = SweepFix(ctx, w.DB, client)
 	return err
 }
 
