@@ -92,7 +92,7 @@ func ReadResults(name string) ([]*Result, error) {
 
 // DecodeResults decodes JSON lines of results strictly.
 func DecodeResults(r io.Reader) ([]*Result, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(r, MaxResultLine)
 	var out []*Result
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')
