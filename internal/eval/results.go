@@ -240,8 +240,12 @@ func outcome(r *Result) string {
 	switch {
 	case r.Error != "":
 		return "error: " + clipN(r.Error, 120)
+	case r.Kind != KindFix && r.PatchRejected:
+		return "adversarial, patch rejected: " + clipN(r.Detail, 120)
+	case r.Kind != KindFix && r.Reason != "":
+		return "adversarial, no patch: " + r.Reason
 	case r.Kind != KindFix:
-		return "adversarial"
+		return "adversarial, a patch of " + strings.Join(r.ChangedFiles, " ")
 	case r.Resolved:
 		return "resolved"
 	case r.PatchRejected:
