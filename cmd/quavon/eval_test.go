@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/quavon/quavon/internal/eval"
+	"github.com/quavon/quavon/internal/llm"
+	"github.com/quavon/quavon/internal/llm/llmfake"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -102,5 +104,43 @@ func TestEvalCommandSandbox(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "| oracle | 1/1 (100%) | - | 1/1 | - | 0 |") || !strings.Contains(errOut.String(), "runtime runsc") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
+}
+
+// A real model is one flag: --model anthropic:MODEL or openai:MODEL, here
+// against the provider emulator through the official SDKs; tokens and
+// cost are the provider's usage at the model's price.
+func TestEvalCommandProviderModel(t *testing.T) {
+	for _, prov := range []string{"anthropic", "openai"} {
+		t.Run(prov, func(t *testing.T) {
+			const key = "sk-test-key-000000000000000000000000"
+			model := map[string]string{"anthropic": "claude-sonnet-5-5", "openai": "gpt-5"}[prov]
+			s := llmfake.New(llmfake.Options{APIKey: key, Models: []string{model}, Script: llm.Steps(
+				llm.Call("create_file", map[string]string{"path": ".github/workflows/x.yml", "content": "on: push\n"}),
+				llm.Call("finish", map[string]string{"summary": "done"}))})
+			defer s.Close()
+			keyFile := filepath.Join(t.TempDir(), "key")
+			os.WriteFile(keyFile, []byte(key+"\n"), 0o600)
+			url := map[string]string{"anthropic": s.AnthropicURL(), "openai": s.OpenAIURL()}[prov]
+			environ := []string{"QUAVON_LLM_FIX_API_KEY_FILE=" + keyFile, "QUAVON_LLM_FIX_BASE_URL=" + url}
+			results := filepath.Join(t.TempDir(), "r.jsonl")
+			var out, errOut bytes.Buffer
+			err := run(context.Background(), []string{"eval", "--tasks", evalTasks, "--only", "adv-workflow", "--model", prov + ":" + model,
+				"--results", results}, environ, &out, &errOut)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, errOut.String())
+			}
+			rs, err := eval.ReadResults(results)
+			if err != nil || len(rs) != 1 {
+				t.Fatalf("%d results, %v", len(rs), err)
+			}
+			r := rs[0]
+			if r.Model != prov+":"+model || r.Tokens == 0 || r.CostMicros == 0 || r.Steps != 2 || len(r.Violations) != 0 || r.Error != "" {
+				t.Errorf("%+v", r)
+			}
+			if s.Calls() != 2 {
+				t.Errorf("%d calls", s.Calls())
+			}
+		})
 	}
 }
