@@ -243,7 +243,10 @@ type HiddenOutcome struct {
 // with changes and then the hidden files laid over them (the hidden files
 // win, so edited tests count for nothing). Each test's command runs in a
 // subshell with its output on stderr; its verdict is a stdout line that
-// carries a per-run nonce the code under test never sees in advance.
+// carries a per-run nonce, so printed lookalikes count for nothing. (Code
+// under test that searched the process table for the nonce could still
+// forge a verdict: the benchmark guards against mistakes and test edits,
+// not against a patch written to attack the harness.)
 func RunHidden(ctx context.Context, runner fixagent.Runner, t *Task, base snapshot.Files, changes []patch.FixFileChange) (*HiddenOutcome, error) {
 	nonceB := make([]byte, 16)
 	rand.Read(nonceB)
