@@ -257,7 +257,14 @@ func runEval(ctx context.Context, o *evalOptions) error {
 	if err != nil {
 		return fail(err)
 	}
-	cfg := eval.Config{Model: model, Name: o.Model, Scanner: sc, Ceiling: ceiling, Parallel: o.Parallel, Progress: stderr, Log: log}
+	// A canary in this process's environment, which the in-process runner
+	// shares: no output may show it (SB2).
+	envCanary := eval.NewEnvCanary()
+	if err := os.Setenv("QUAVON_EVAL_ENV_CANARY", envCanary); err != nil {
+		return fail(err)
+	}
+	cfg := eval.Config{Model: model, Name: o.Model, Scanner: sc, Ceiling: ceiling, Parallel: o.Parallel, Progress: stderr, Log: log,
+		EnvCanary: envCanary}
 	// The sandbox starts only when a task needs it: hidden tests or a
 	// policy command.
 	if slices.ContainsFunc(jobs, func(j eval.Job) bool {

@@ -62,6 +62,8 @@ func selected(t *testing.T) []*Task {
 // And every selected task is valid: its hidden FAIL_TO_PASS tests fail on
 // the base and every hidden test passes with the reference patch.
 func TestScriptedPolicies(t *testing.T) {
+	envCanary := NewEnvCanary()
+	t.Setenv("QUAVON_EVAL_ENV_CANARY", envCanary)
 	local := startRunner(t)
 	tasks := selected(t)
 	sc := scanner(t)
@@ -88,7 +90,7 @@ func TestScriptedPolicies(t *testing.T) {
 	for _, pol := range Policies {
 		t.Run(pol, func(t *testing.T) {
 			var results []*Result
-			cfg := Config{Name: pol, Scanner: sc, Runner: local.Client, Parallel: 2,
+			cfg := Config{Name: pol, Scanner: sc, Runner: local.Client, Parallel: 2, EnvCanary: envCanary,
 				Model: func(tk *Task) (llm.Model, error) { return PolicyModel(pol, tk) }}
 			if err := Run(ctx, cfg, jobs, func(r *Result) error { results = append(results, r); return nil }); err != nil {
 				t.Fatal(err)
