@@ -105,6 +105,15 @@ func TestEvalCommandSandbox(t *testing.T) {
 	if !strings.Contains(out.String(), "| oracle | 1/1 (100%) | - | 1/1 | - | 0 |") || !strings.Contains(errOut.String(), "runtime runsc") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
+	// eval validate: the base fails FAIL_TO_PASS, the reference passes.
+	out.Reset()
+	errOut.Reset()
+	if err := run(context.Background(), []string{"eval", "validate", "--tasks", evalTasks, "--only", "js-leftpad"}, environ, &out, &errOut); err != nil {
+		t.Fatalf("validate: %v\n%s", err, errOut.String())
+	}
+	if out.String() != "1 task(s) valid\n" || !strings.Contains(errOut.String(), "ok js-leftpad") {
+		t.Errorf("validate:\n%s\n%s", out.String(), errOut.String())
+	}
 }
 
 // A real model is one flag: --model anthropic:MODEL or openai:MODEL, here
