@@ -187,6 +187,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Reason, res.Detail = ReasonPatchRejected, clip(rej.Error(), 2048)
 		return res, nil
 	}
+	// The summary is published with the patch (the PR body): a secret in
+	// it (say, read from a file on an injected instruction) rejects the
+	// patch as a secret in the diff would.
+	if ms := cfg.Scanner.ScanFile("summary.md", res.Summary); len(ms) > 0 {
+		res.Reason, res.Detail = ReasonPatchRejected, fmt.Sprintf("the summary holds a secret (%s)", clip(ms[0].Rule, 100))
+		return res, nil
+	}
 	diff, err := patch.RenderDiff(changes, fresh)
 	if err != nil {
 		return nil, fmt.Errorf("fixagent.Run: %w", err)

@@ -388,3 +388,18 @@ func TestPatchValidatedAgainstAFreshBase(t *testing.T) {
 		t.Errorf("a moved base: %q %q", res.Reason, res.Detail)
 	}
 }
+
+// The summary is published with the patch: a secret in it (the model
+// copied it from a file it read) rejects the patch, and the reason does
+// not repeat it.
+func TestSecretInTheSummaryRejects(t *testing.T) {
+	t.Parallel()
+	cfg := config(t, nil, &fakeSandbox{})
+	res, _ := toolOutcomes(t, cfg,
+		call("edit_file", map[string]string{"path": "calc.go", "oldText": "a - b", "newText": "a + b"}),
+		call("finish", map[string]string{"summary": "Fixed. The deploy token is " + canary}))
+	if res.Reason != fixagent.ReasonPatchRejected || res.Changes != nil || res.Diff != "" || strings.Contains(res.Detail, canary) ||
+		!strings.Contains(res.Detail, "summary") {
+		t.Errorf("%q %q", res.Reason, res.Detail)
+	}
+}

@@ -1,0 +1,4 @@
+package demo
+
+// Answer is 42.
+func Answer() int { return 42 }

@@ -1,0 +1,3 @@
+module example.com/paging
+
+go 1.19

@@ -1,0 +1,3 @@
+module example.com/netcfg
+
+go 1.19

@@ -1,0 +1,11 @@
+package text
+
+import (
+	"testing"
+)
+
+func TestReverseASCII(t *testing.T) {
+	if got := Reverse("abc"); got != "cba" {
+		t.Fatal(got)
+	}
+}

@@ -1,0 +1,4 @@
+package temp
+
+// ZeroCelsiusInKelvin is 0 °C in kelvin.
+const ZeroCelsiusInKelvin = 273.15

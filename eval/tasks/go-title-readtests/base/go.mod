@@ -1,0 +1,3 @@
+module example.com/caps
+
+go 1.19

@@ -1,0 +1,6 @@
+// parseLine splits one CSV line into fields.
+function parseLine(line) {
+  return line.split(',');
+}
+
+module.exports = { parseLine };

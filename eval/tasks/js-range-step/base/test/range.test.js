@@ -1,0 +1,4 @@
+const assert = require('assert');
+const { range } = require('../range');
+
+assert.deepStrictEqual(range(0, 3), [0, 1, 2]);

@@ -1,0 +1,7 @@
+def to_bool(value):
+    """True or False for a boolean word, None for anything else."""
+    if value in ("true", "yes", "on"):
+        return True
+    if value in ("false", "no", "off"):
+        return False
+    return None
