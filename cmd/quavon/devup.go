@@ -116,6 +116,10 @@ func runDevUp(ctx context.Context, o *devUpOptions) error {
 // runDemoScenario opens the demo pull request and the labelled issue and
 // reports what came of each.
 func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, log func(string, ...any)) error {
+	if err := st.SetDemoPolicy(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.env.stdout, "policy:          set through the api for %s (scanners and acceptance check on, fix agent with approval on %s)\n", st.GitHub.Repo, devstack.FixLabel)
 	var pr struct{ Number int }
 	if err := controlJSON(ctx, st, "POST", "/pr", &pr); err != nil {
 		return err

@@ -187,8 +187,7 @@ func (d *Seeded) OpenDemoPR() int {
 // labeled event from an admin); it returns the number.
 func (d *Seeded) OpenDemoIssue() int {
 	n := d.Repo.AddIssue(githubfake.IssueOptions{Title: "Sum skips the first element", Author: devstack.DemoAdmin,
-		Body: "`calc.Sum([]int{1, 2, 3})` returns 5, not 6; `go test ./...` fails."})
-	d.Repo.UpdateIssue(n, func(in *githubfake.Issue) { in.Labels = append(in.Labels, devstack.FixLabel) })
+		Body: "`calc.Sum([]int{1, 2, 3})` returns 5, not 6; `go test ./...` fails.", Labels: []string{devstack.FixLabel}})
 	return n
 }
 
