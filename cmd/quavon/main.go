@@ -74,7 +74,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetErr(e.stderr)
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
 	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil),
-		newDevCmd(e, nil), newLLMCmd(e, nil), newAuditCmd(e, nil), newAdminCmd(e, nil), newFixCmd(e, nil))
+		newDevCmd(e, nil), newLLMCmd(e, nil), newAuditCmd(e, nil), newAdminCmd(e, nil), newFixCmd(e, nil), newDoctorCmd(e, nil))
 	return root
 }
 
