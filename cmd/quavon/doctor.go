@@ -41,7 +41,7 @@ ACL user. Each check is pass, warn or fail with a fix; exit 1 when any fails.`,
 			return runF(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Service, "service", "", "the `process` whose environment this is: quavon-api, quavon-worker, quavon-publisher, quavon-sandbox-runner, quavon-sandbox-egress, quavon-token-broker")
+	cmd.Flags().StringVar(&o.Service, "service", "", "the `process` whose environment this is: quavon-api, quavon-worker, quavon-publisher, quavon-sandbox-runner, quavon-sandbox-egress, quavon-token-broker, 'quavon migrate' (the operator's database settings)")
 	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the results as JSON")
 	cmd.Flags().StringVar(&o.Proc, "proc", "/proc", "the proc file system to look for Quavon's processes in")
 	return cmd

@@ -14,7 +14,9 @@
 //	             Docker socket in its own file system (fail; warn in
 //	             development, where everything shares one host)
 //	database     the database is unreachable as the configured role (fail)
-//	migrations   the schema is behind or ahead of this binary (fail)
+//	migrations   the schema is behind or ahead of this binary (fail; with
+//	             the operator's settings, --service "quavon migrate": a
+//	             service role cannot read the migrator's table, a warning)
 //	valkey       Valkey is unreachable or refuses the ACL user (fail)
 package doctor
 
@@ -29,6 +31,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/postgres"
@@ -67,7 +71,7 @@ type Options struct {
 
 // Services doctor knows the environment of.
 var Services = []config.Service{config.ServiceAPI, config.ServiceWorker, config.ServicePublisher, config.ServiceRunner,
-	config.ServiceEgress, config.ServiceBroker}
+	config.ServiceEgress, config.ServiceBroker, config.ServiceMigrate}
 
 // Run runs every check that applies to o.Service.
 func Run(ctx context.Context, o Options) []Result {
@@ -106,6 +110,10 @@ func Run(ctx context.Context, o Options) []Result {
 		vk = &c.Valkey
 	case config.ServiceBroker:
 		_, err = config.LoadBroker(o.Environ)
+	case config.ServiceMigrate:
+		var c config.MigrateConfig
+		c, err = config.LoadMigrate(o.Environ)
+		db = &c.DB
 	default:
 		return []Result{{Check: "config", Status: Fail, Detail: fmt.Sprintf("unknown service %q", o.Service),
 			Hint: "one of " + fmt.Sprint(Services)}}
@@ -291,6 +299,12 @@ func Database(ctx context.Context, cfg config.Database) []Result {
 	}
 	var have int
 	if err := db.Pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM quavon_schema_migrations").Scan(&have); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			// A service role may not read the migrator's table.
+			return append(out, Result{Check: "migrations", Status: Warn, Detail: "not readable as this service's role",
+				Hint: "run quavon doctor --service 'quavon migrate' with the operator's database settings"})
+		}
 		return append(out, Result{Check: "migrations", Status: Fail, Detail: "reading quavon_schema_migrations: " + err.Error(), Hint: "run quavon migrate"})
 	}
 	switch {
