@@ -483,3 +483,6 @@ func (st *Stack) FixRunState(ctx context.Context, n int, wait time.Duration) (st
 		}
 	}
 }
+
+// Pid is the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
