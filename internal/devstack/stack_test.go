@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/devenv"
 	"github.com/quavon/quavon/internal/devstack"
+	"github.com/quavon/quavon/internal/doctor"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -83,6 +85,17 @@ func TestDemoScenario(t *testing.T) {
 					t.Errorf("%s has %s", p.Name, strings.SplitN(kv, "=", 2)[0])
 				}
 			}
+		}
+	}
+	// quavon doctor passes for every service with its own environment.
+	for _, p := range st.Procs {
+		if p.Name == "quavon-dev-github" {
+			continue
+		}
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/environ")
+		rs := doctor.Run(ctx, doctor.Options{Service: config.Service(p.Name), Environ: strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")})
+		if doctor.Failed(rs) {
+			t.Errorf("quavon doctor --service %s: %+v", p.Name, rs)
 		}
 	}
 	if err := st.SetDemoPolicy(ctx); err != nil {

@@ -18,6 +18,7 @@
 //	             the operator's settings, --service "quavon migrate": a
 //	             service role cannot read the migrator's table, a warning)
 //	valkey       Valkey is unreachable or refuses the ACL user (fail)
+//	broker       the token broker does not accept a connection (fail)
 package doctor
 
 import (
@@ -26,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -86,12 +88,13 @@ func Run(ctx context.Context, o Options) []Result {
 	var out []Result
 	var db *config.Database
 	var vk *config.Valkey
+	var broker *config.BrokerClient
 	var err error
 	switch o.Service {
 	case config.ServiceAPI:
 		var c config.APIConfig
 		c, err = config.LoadAPI(o.Environ)
-		db = &c.DB
+		db, broker = &c.DB, &c.Broker
 	case config.ServiceWorker:
 		var c config.WorkerConfig
 		c, err = config.LoadWorker(o.Environ)
@@ -99,7 +102,7 @@ func Run(ctx context.Context, o Options) []Result {
 	case config.ServicePublisher:
 		var c config.PublisherConfig
 		c, err = config.LoadPublisher(o.Environ)
-		db = &c.DB
+		db, broker = &c.DB, &c.Broker
 	case config.ServiceRunner:
 		var c config.RunnerConfig
 		c, err = config.LoadRunner(o.Environ)
@@ -120,7 +123,7 @@ func Run(ctx context.Context, o Options) []Result {
 	}
 	if err != nil {
 		out = append(out, Result{Check: "config", Status: Fail, Detail: err.Error(), Hint: "fix the setting named (docs/configuration.md lists each process's settings)"})
-		db, vk = nil, nil
+		db, vk, broker = nil, nil, nil
 	} else {
 		out = append(out, Result{Check: "config", Status: Pass, Detail: fmt.Sprintf("%s accepts its environment", o.Service)})
 	}
@@ -132,6 +135,9 @@ func Run(ctx context.Context, o Options) []Result {
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		out = append(out, Database(cctx, *db)...)
 		cancel()
+	}
+	if broker != nil && broker.CredentialFile != "" {
+		out = append(out, Broker(*broker, o.Timeout))
 	}
 	if vk != nil {
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
@@ -324,6 +330,20 @@ func Valkey(ctx context.Context, cfg config.Valkey) Result {
 	}
 	c.Close()
 	return Result{Check: "valkey", Status: Pass, Detail: "logged in as " + cfg.User}
+}
+
+// Broker checks that the token broker's address accepts a connection.
+func Broker(cfg config.BrokerClient, timeout time.Duration) Result {
+	network, addr := "tcp", cfg.Addr
+	if p, ok := strings.CutPrefix(cfg.Addr, "unix:"); ok {
+		network, addr = "unix", p
+	}
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return Result{Check: "broker", Status: Fail, Detail: err.Error(), Hint: "start quavon-token-broker, or fix QUAVON_BROKER_ADDR"}
+	}
+	c.Close()
+	return Result{Check: "broker", Status: Pass, Detail: "the token broker answers at " + cfg.Addr}
 }
 
 // Failed says whether any result failed.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/doctor"
@@ -217,5 +218,29 @@ func TestValkey(t *testing.T) {
 	rs = doctor.Run(context.Background(), doctor.Options{Service: config.ServiceEgress, Environ: env, Proc: t.TempDir()})
 	if r := find(rs, "valkey"); r.Status != doctor.Fail {
 		t.Fatalf("a wrong password: %+v", r)
+	}
+}
+
+func TestBroker(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "b.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if r := doctor.Broker(config.BrokerClient{Addr: "unix:" + sock}, time.Second); r.Status != doctor.Pass {
+		t.Fatalf("listening: %+v", r)
+	}
+	ln.Close()
+	if r := doctor.Broker(config.BrokerClient{Addr: "unix:" + sock}, time.Second); r.Status != doctor.Fail {
+		t.Fatalf("gone: %+v", r)
+	}
+	tl, _ := net.Listen("tcp", "127.0.0.1:0")
+	addr := tl.Addr().String()
+	tl.Close()
+	if r := doctor.Broker(config.BrokerClient{Addr: addr}, time.Second); r.Status != doctor.Fail {
+		t.Fatalf("tcp, nothing listening: %+v", r)
 	}
 }
