@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/quavon/quavon/internal/devstack"
+	"github.com/quavon/quavon/internal/doctor"
 )
 
 type devUpOptions struct {
@@ -101,6 +103,23 @@ func runDevUp(ctx context.Context, o *devUpOptions) error {
 	if o.NoSandbox {
 		fmt.Fprintln(o.env.stdout, "sandbox:         left out (--no-sandbox): no runner or egress proxy")
 	}
+	ds, err := st.Doctor(ctx)
+	if err != nil {
+		return err
+	}
+	failed := false
+	for _, d := range ds {
+		for _, r := range d.Results {
+			if r.Status != doctor.Pass {
+				fmt.Fprintf(o.env.stdout, "doctor:          %s %s: %s %s\n", d.Service, r.Check, r.Status, r.Detail)
+			}
+			failed = failed || r.Status == doctor.Fail
+		}
+	}
+	if failed {
+		return errors.New("quavon doctor found a failure in the stack (above)")
+	}
+	fmt.Fprintf(o.env.stdout, "doctor:          no failure in %d services (quavon doctor --service NAME with each one's environment)\n", len(ds))
 	if o.Scenario == "demo" {
 		if err := runDemoScenario(ctx, o, st, log); err != nil {
 			return err

@@ -21,7 +21,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/devenv"
+	"github.com/quavon/quavon/internal/doctor"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/tokenbroker"
 )
@@ -486,3 +488,40 @@ func (st *Stack) FixRunState(ctx context.Context, n int, wait time.Duration) (st
 
 // Pid is the process id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Doctor runs quavon doctor's checks for every Quavon service of the stack
+// with that process's own environment, in start order.
+func (st *Stack) Doctor(ctx context.Context) ([]ServiceDoctor, error) {
+	var out []ServiceDoctor
+	for _, p := range st.Procs {
+		if p.Name == "quavon-dev-github" {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(p.Pid()) + "/environ")
+		if err != nil {
+			return nil, err
+		}
+		env := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		out = append(out, ServiceDoctor{Service: p.Name, Results: doctor.Run(ctx, doctor.Options{Service: config.Service(p.Name), Environ: env})})
+	}
+	// The operator's view checks the migrations.
+	u, err := url.Parse(st.DatabaseURL)
+	if err != nil {
+		return nil, err
+	}
+	pw, _ := u.User.Password()
+	u.User = url.User(u.User.Username())
+	pwFile, err := writeSecret(filepath.Join(st.opt.WorkDir, "secrets"), "db-operator", pw)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, ServiceDoctor{Service: string(config.ServiceMigrate), Results: doctor.Run(ctx, doctor.Options{Service: config.ServiceMigrate,
+		Environ: []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}})})
+	return out, nil
+}
+
+// ServiceDoctor is one service's doctor results.
+type ServiceDoctor struct {
+	Service string
+	Results []doctor.Result
+}
