@@ -516,7 +516,7 @@ func (st *Stack) Doctor(ctx context.Context) ([]ServiceDoctor, error) {
 		return nil, err
 	}
 	out = append(out, ServiceDoctor{Service: string(config.ServiceMigrate), Results: doctor.Run(ctx, doctor.Options{Service: config.ServiceMigrate,
-		Environ: []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}})})
+		Environ: []string{"QUAVON_ENV=development", "QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}})})
 	return out, nil
 }
 
