@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -107,14 +108,25 @@ func runDevUp(ctx context.Context, o *devUpOptions) error {
 	if err != nil {
 		return err
 	}
+	// Host-wide findings come once, with the services that reported them.
 	failed := false
+	var order []string
+	seen := map[string][]string{}
 	for _, d := range ds {
 		for _, r := range d.Results {
-			if r.Status != doctor.Pass {
-				fmt.Fprintf(o.env.stdout, "doctor:          %s %s: %s %s\n", d.Service, r.Check, r.Status, r.Detail)
+			if r.Status == doctor.Pass {
+				continue
 			}
 			failed = failed || r.Status == doctor.Fail
+			k := fmt.Sprintf("%s %s: %s", r.Status, r.Check, r.Detail)
+			if _, ok := seen[k]; !ok {
+				order = append(order, k)
+			}
+			seen[k] = append(seen[k], d.Service)
 		}
+	}
+	for _, k := range order {
+		fmt.Fprintf(o.env.stdout, "doctor:          %s (%s)\n", k, strings.Join(seen[k], ", "))
 	}
 	if failed {
 		return errors.New("quavon doctor found a failure in the stack (above)")

@@ -30,6 +30,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -275,6 +276,7 @@ func DockerSocket(core config.Core, proc, dockerHost string) Result {
 			}
 		}
 	}
+	slices.Sort(holders)
 	switch {
 	case len(holders) == 0 && checked == 0:
 		r.Status, r.Detail = Pass, "no other Quavon process on this host to check"
