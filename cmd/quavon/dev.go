@@ -55,6 +55,7 @@ to --env-file); the services stop on SIGINT or SIGTERM. Needs root.`,
 	f.StringVar(&o.StateDir, "state-dir", "/run/quavon-test", "`DIR` of the locks shared with concurrent runs")
 	f.BoolVar(&o.NoDocker, "no-docker", false, "start only PostgreSQL and Valkey")
 	cmd.AddCommand(svc)
+	addDevUp(cmd, e, nil)
 	return cmd
 }
 

@@ -11,13 +11,16 @@
 //	quavon keys id          print the ids of the configured sandbox keys
 //	quavon broker credential
 //	                        create a token-broker credential and its callers line
+//	quavon dev              the whole system on this machine against the GitHub
+//	                        emulator (--scenario demo: scripts/demo)
 //	quavon dev services     PostgreSQL, Valkey and Docker with runsc for the tests
+//	quavon doctor           check an install from a process's environment and host
 //	quavon llm probe        check that the configured model really calls tools
 //	quavon audit verify     prove each tenant's audit hash chain intact
 //	quavon audit export     write the audit log as JSON Lines with its hashes
 //	quavon fix              the fix agent on a local repository: a validated patch
 //
-// Further commands (review, fix, eval, dev, doctor, admin, github setup)
+// Further commands (review, eval, github setup)
 // arrive with the features they drive.
 package main
 
@@ -75,7 +78,7 @@ func newRoot(e *env) *cobra.Command {
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError(cmd, err.Error()) })
 	root.AddCommand(newScanCmd(e, nil), newMigrateCmd(e, nil), newAPITokenCmd(e, nil), newKeysCmd(e, nil), newBrokerCmd(e, nil),
 		newDevCmd(e, nil), newLLMCmd(e, nil), newAuditCmd(e, nil), newAdminCmd(e, nil), newFixCmd(e, nil), newGitHubCmd(e, nil), newReviewCmd(e, nil),
-		newEvalCmd(e, nil))
+		newEvalCmd(e, nil), newDoctorCmd(e, nil))
 	return root
 }
 

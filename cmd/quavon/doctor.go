@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/doctor"
+)
+
+type doctorOptions struct {
+	env     *env
+	Service string
+	JSON    bool
+	Proc    string
+}
+
+func newDoctorCmd(e *env, runF func(context.Context, *doctorOptions) error) *cobra.Command {
+	if runF == nil {
+		runF = runDoctor
+	}
+	o := &doctorOptions{env: e}
+	cmd := &cobra.Command{
+		Use:   "doctor --service NAME",
+		Short: "Check an install from a process's environment and host",
+		Long: `Check an install with the environment of one of its processes (run it where
+that process runs, with its QUAVON_* settings): the process's configuration, the
+sandbox backend (docker-runc-insecure fails in production and warns elsewhere;
+firecracker fails without a usable KVM device), the runner's placement (fails in
+the enterprise edition next to quavon-api or quavon-worker), the Docker socket
+(only the runner may reach it), the database and the schema's migrations, Valkey's
+ACL user. Each check is pass, warn or fail with a fix; exit 1 when any fails.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.Service == "" {
+				return usageError(cmd, fmt.Sprintf("--service is required: one of %v", doctor.Services))
+			}
+			return runF(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Service, "service", "", "the `process` whose environment this is: quavon-api, quavon-worker, quavon-publisher, quavon-sandbox-runner, quavon-sandbox-egress, quavon-token-broker, 'quavon migrate' (the operator's database settings)")
+	cmd.Flags().BoolVar(&o.JSON, "json", false, "print the results as JSON")
+	cmd.Flags().StringVar(&o.Proc, "proc", "/proc", "the proc file system to look for Quavon's processes in")
+	return cmd
+}
+
+func runDoctor(ctx context.Context, o *doctorOptions) error {
+	rs := doctor.Run(ctx, doctor.Options{Service: config.Service(o.Service), Environ: o.env.environ, Proc: o.Proc})
+	if o.JSON {
+		if err := doctor.WriteJSON(o.env.stdout, rs); err != nil {
+			return err
+		}
+	} else {
+		doctor.WriteText(o.env.stdout, rs)
+	}
+	if doctor.Failed(rs) {
+		return &exitStatus{code: 1, err: errors.New("a check failed")}
+	}
+	return nil
+}

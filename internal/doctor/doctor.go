@@ -1,0 +1,374 @@
+// Package doctor checks a Quavon install from the host and the environment
+// of one of its processes (`quavon doctor`): each check gives pass, warn or
+// fail with what it found and a hint to fix it.
+//
+// The checks and the condition each fails on:
+//
+//	config       the process's view refuses its environment (unknown
+//	             settings, secrets not as files, bad values)
+//	backend      docker-runc-insecure in production (fail) or elsewhere
+//	             (warn); firecracker without a usable KVM device (fail)
+//	placement    enterprise edition with the sandbox runner on the same host
+//	             as quavon-api or quavon-worker (fail)
+//	docker-socket a Quavon process other than the runner can reach the
+//	             Docker socket in its own file system (fail; warn in
+//	             development, where everything shares one host)
+//	database     the database is unreachable as the configured role (fail)
+//	migrations   the schema is behind or ahead of this binary (fail; with
+//	             the operator's settings, --service "quavon migrate": a
+//	             service role cannot read the migrator's table, a warning)
+//	valkey       Valkey is unreachable or refuses the ACL user (fail)
+//	broker       the token broker does not accept a connection (fail)
+package doctor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/quavon/quavon/internal/config"
+	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/sandbox/runner/firecracker"
+	"github.com/quavon/quavon/internal/valkey"
+)
+
+// Status is a check's outcome.
+type Status string
+
+const (
+	Pass Status = "pass"
+	Warn Status = "warn"
+	Fail Status = "fail"
+)
+
+// Result is one check's outcome.
+type Result struct {
+	Check  string `json:"check"`
+	Status Status `json:"status"`
+	Detail string `json:"detail"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+// Options say what to check.
+type Options struct {
+	// Service is the process whose environment Environ is.
+	Service config.Service
+	Environ []string
+	// Proc is the proc file system (default /proc): the placement and
+	// Docker socket checks read the processes running on this host.
+	Proc string
+	// Timeout bounds each network check (default 5 s).
+	Timeout time.Duration
+}
+
+// Services doctor knows the environment of.
+var Services = []config.Service{config.ServiceAPI, config.ServiceWorker, config.ServicePublisher, config.ServiceRunner,
+	config.ServiceEgress, config.ServiceBroker, config.ServiceMigrate}
+
+// Run runs every check that applies to o.Service.
+func Run(ctx context.Context, o Options) []Result {
+	if o.Proc == "" {
+		o.Proc = "/proc"
+	}
+	if o.Timeout == 0 {
+		o.Timeout = 5 * time.Second
+	}
+	env := lookup(o.Environ)
+	core := config.Core{Env: config.Env(env("QUAVON_ENV")), Edition: config.Edition(env("QUAVON_EDITION"))}
+	var out []Result
+	var db *config.Database
+	var vk *config.Valkey
+	var broker *config.BrokerClient
+	var err error
+	switch o.Service {
+	case config.ServiceAPI:
+		var c config.APIConfig
+		c, err = config.LoadAPI(o.Environ)
+		db, broker = &c.DB, &c.Broker
+	case config.ServiceWorker:
+		var c config.WorkerConfig
+		c, err = config.LoadWorker(o.Environ)
+		db = &c.DB
+	case config.ServicePublisher:
+		var c config.PublisherConfig
+		c, err = config.LoadPublisher(o.Environ)
+		db, broker = &c.DB, &c.Broker
+	case config.ServiceRunner:
+		var c config.RunnerConfig
+		c, err = config.LoadRunner(o.Environ)
+		vk = &c.Valkey
+	case config.ServiceEgress:
+		var c config.EgressConfig
+		c, err = config.LoadEgress(o.Environ)
+		vk = &c.Valkey
+	case config.ServiceBroker:
+		_, err = config.LoadBroker(o.Environ)
+	case config.ServiceMigrate:
+		var c config.MigrateConfig
+		c, err = config.LoadMigrate(o.Environ)
+		db = &c.DB
+	default:
+		return []Result{{Check: "config", Status: Fail, Detail: fmt.Sprintf("unknown service %q", o.Service),
+			Hint: "one of " + fmt.Sprint(Services)}}
+	}
+	if err != nil {
+		out = append(out, Result{Check: "config", Status: Fail, Detail: err.Error(), Hint: "fix the setting named (docs/configuration.md lists each process's settings)"})
+		db, vk, broker = nil, nil, nil
+	} else {
+		out = append(out, Result{Check: "config", Status: Pass, Detail: fmt.Sprintf("%s accepts its environment", o.Service)})
+	}
+	if o.Service == config.ServiceRunner {
+		out = append(out, Backend(core, env("QUAVON_SANDBOX_BACKEND"), env("QUAVON_SANDBOX_KVM_DEVICE")))
+	}
+	out = append(out, Placement(core, o.Proc), DockerSocket(core, o.Proc, env("QUAVON_SANDBOX_DOCKER_HOST")))
+	if db != nil {
+		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		out = append(out, Database(cctx, *db)...)
+		cancel()
+	}
+	if broker != nil && broker.CredentialFile != "" {
+		out = append(out, Broker(*broker, o.Timeout))
+	}
+	if vk != nil {
+		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+		out = append(out, Valkey(cctx, *vk))
+		cancel()
+	}
+	return out
+}
+
+// lookup reads a setting from environ, or its registry default.
+func lookup(environ []string) func(string) string {
+	m := map[string]string{}
+	for _, s := range config.Settings() {
+		m[s.Name] = s.Default
+	}
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			m[k] = v
+		}
+	}
+	return func(k string) string { return m[k] }
+}
+
+// Backend checks the sandbox backend against the environment (SB6) and,
+// for firecracker, the KVM device.
+func Backend(core config.Core, backend, kvm string) Result {
+	r := Result{Check: "backend"}
+	switch config.Backend(backend) {
+	case config.BackendRuncInsecure:
+		if core.Env == config.Production || core.Edition == config.Enterprise {
+			r.Status, r.Detail = Fail, fmt.Sprintf("docker-runc-insecure (container isolation only) in %s/%s", core.Env, core.Edition)
+			r.Hint = "use docker-runsc (gVisor), firecracker or kube-gvisor"
+			return r
+		}
+		r.Status, r.Detail, r.Hint = Warn, "docker-runc-insecure: container isolation only (development)", "use docker-runsc for anything but development"
+	case config.BackendFirecracker:
+		if err := firecracker.ProbeKVM(kvm); err != nil {
+			r.Status, r.Detail, r.Hint = Fail, err.Error(), "run the runner on bare metal or with nested virtualisation, or choose docker-runsc"
+			return r
+		}
+		r.Status, r.Detail = Pass, "firecracker with a usable KVM device "+kvm
+	case config.BackendRunsc, config.BackendKubeGVisor:
+		r.Status, r.Detail = Pass, backend+" (gVisor)"
+	default:
+		r.Status, r.Detail, r.Hint = Fail, fmt.Sprintf("unknown backend %q", backend), fmt.Sprint("one of ", config.Backends())
+	}
+	return r
+}
+
+// processes lists the Quavon service processes on this host by name, with
+// their pids.
+func processes(proc string) map[string][]int {
+	out := map[string][]int{}
+	ents, _ := os.ReadDir(proc)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(proc, e.Name(), "comm"))
+		if err != nil {
+			continue
+		}
+		name := strings.TrimSpace(string(b))
+		// comm is cut at 15 bytes: quavon-sandbox-runner is "quavon-sandbox-".
+		for _, svc := range []string{"quavon-api", "quavon-worker", "quavon-publisher", "quavon-token-broker", "quavon-sandbox-runner", "quavon-sandbox-egress"} {
+			if name == svc || (len(svc) > 15 && name == svc[:15] && matchesExe(proc, e.Name(), svc)) {
+				out[svc] = append(out[svc], pid)
+			}
+		}
+	}
+	return out
+}
+
+func matchesExe(proc, pid, svc string) bool {
+	b, err := os.ReadFile(filepath.Join(proc, pid, "cmdline"))
+	if err != nil {
+		return false
+	}
+	argv0, _, _ := strings.Cut(string(b), "\x00")
+	return filepath.Base(argv0) == svc
+}
+
+// Placement fails in the enterprise edition when the sandbox runner runs on
+// the same host as quavon-api or quavon-worker (spec §3 Placement).
+func Placement(core config.Core, proc string) Result {
+	r := Result{Check: "placement"}
+	ps := processes(proc)
+	runner := len(ps["quavon-sandbox-runner"]) > 0
+	var with []string
+	for _, svc := range []string{"quavon-api", "quavon-worker"} {
+		if len(ps[svc]) > 0 {
+			with = append(with, svc)
+		}
+	}
+	switch {
+	case !runner:
+		r.Status, r.Detail = Pass, "no sandbox runner on this host"
+	case len(with) == 0:
+		r.Status, r.Detail = Pass, "the sandbox runner runs on this host without quavon-api or quavon-worker"
+	case core.Edition == config.Enterprise:
+		r.Status, r.Detail = Fail, "the sandbox runner runs on the same host as "+strings.Join(with, " and ")
+		r.Hint = "the enterprise edition needs the runner on hosts of its own (spec §3 Placement)"
+	default:
+		r.Status, r.Detail = Warn, "the sandbox runner runs on the same host as "+strings.Join(with, " and ")
+		r.Hint = "put the runner on a host of its own (required in the enterprise edition)"
+	}
+	return r
+}
+
+// DockerSocket fails when a Quavon process other than the runner can
+// reach the Docker socket in its own file system (its mount namespace,
+// through /proc/PID/root): only the runner may hold it (SB11).
+func DockerSocket(core config.Core, proc, dockerHost string) Result {
+	r := Result{Check: "docker-socket"}
+	sock := "/var/run/docker.sock"
+	if p, ok := strings.CutPrefix(dockerHost, "unix://"); ok && p != "" {
+		sock = p
+	}
+	ps := processes(proc)
+	var holders []string
+	checked := 0
+	for svc, pids := range ps {
+		if svc == "quavon-sandbox-runner" {
+			continue
+		}
+		for _, pid := range pids {
+			fi, err := os.Stat(filepath.Join(proc, strconv.Itoa(pid), "root", sock))
+			if errors.Is(err, os.ErrPermission) {
+				continue
+			}
+			checked++
+			if err == nil && fi.Mode()&os.ModeSocket != 0 {
+				holders = append(holders, fmt.Sprintf("%s (pid %d)", svc, pid))
+			}
+		}
+	}
+	slices.Sort(holders)
+	switch {
+	case len(holders) == 0 && checked == 0:
+		r.Status, r.Detail = Pass, "no other Quavon process on this host to check"
+	case len(holders) == 0:
+		r.Status, r.Detail = Pass, fmt.Sprintf("%s is out of reach of the %d other Quavon process(es) here", sock, checked)
+	case core.Env == config.Production:
+		r.Status, r.Detail = Fail, sock+" is reachable by "+strings.Join(holders, ", ")
+		r.Hint = "mount the Docker socket into the runner's container only (compose, Helm)"
+	default:
+		r.Status, r.Detail = Warn, sock+" is reachable by "+strings.Join(holders, ", ")
+		r.Hint = "in production only the runner may reach it"
+	}
+	return r
+}
+
+// Database checks the connection as the configured role and that the
+// schema is exactly this binary's.
+func Database(ctx context.Context, cfg config.Database) []Result {
+	db, err := postgres.OpenConfigured(ctx, cfg, 1)
+	if err != nil {
+		return []Result{{Check: "database", Status: Fail, Detail: err.Error(), Hint: "check QUAVON_DATABASE_URL, the password file and that PostgreSQL runs"}}
+	}
+	defer db.Close()
+	out := []Result{{Check: "database", Status: Pass, Detail: "connected"}}
+	ms, err := postgres.Migrations()
+	if err != nil {
+		return append(out, Result{Check: "migrations", Status: Fail, Detail: err.Error()})
+	}
+	var have int
+	if err := db.Pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM quavon_schema_migrations").Scan(&have); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "42501" {
+			// A service role may not read the migrator's table.
+			return append(out, Result{Check: "migrations", Status: Warn, Detail: "not readable as this service's role",
+				Hint: "run quavon doctor --service 'quavon migrate' with the operator's database settings"})
+		}
+		return append(out, Result{Check: "migrations", Status: Fail, Detail: "reading quavon_schema_migrations: " + err.Error(), Hint: "run quavon migrate"})
+	}
+	switch {
+	case have < len(ms):
+		return append(out, Result{Check: "migrations", Status: Fail, Detail: fmt.Sprintf("schema at %d, this binary needs %d", have, len(ms)), Hint: "run quavon migrate"})
+	case have > len(ms):
+		return append(out, Result{Check: "migrations", Status: Fail, Detail: fmt.Sprintf("schema at %d, newer than this binary's %d", have, len(ms)), Hint: "run the newer quavon"})
+	}
+	return append(out, Result{Check: "migrations", Status: Pass, Detail: fmt.Sprintf("schema at %d (current)", have)})
+}
+
+// Valkey checks that the ACL user logs in.
+func Valkey(ctx context.Context, cfg config.Valkey) Result {
+	c, err := valkey.Open(ctx, valkey.Config{Addr: cfg.Addr, Username: cfg.User, PasswordFile: cfg.PasswordFile})
+	if err != nil {
+		return Result{Check: "valkey", Status: Fail, Detail: err.Error(), Hint: "check QUAVON_VALKEY_ADDR, the user and its password file (deploy/valkey/README.md)"}
+	}
+	c.Close()
+	return Result{Check: "valkey", Status: Pass, Detail: "logged in as " + cfg.User}
+}
+
+// Broker checks that the token broker's address accepts a connection.
+func Broker(cfg config.BrokerClient, timeout time.Duration) Result {
+	network, addr := "tcp", cfg.Addr
+	if p, ok := strings.CutPrefix(cfg.Addr, "unix:"); ok {
+		network, addr = "unix", p
+	}
+	c, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return Result{Check: "broker", Status: Fail, Detail: err.Error(), Hint: "start quavon-token-broker, or fix QUAVON_BROKER_ADDR"}
+	}
+	c.Close()
+	return Result{Check: "broker", Status: Pass, Detail: "the token broker answers at " + cfg.Addr}
+}
+
+// Failed says whether any result failed.
+func Failed(rs []Result) bool {
+	for _, r := range rs {
+		if r.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// WriteText writes one line per result.
+func WriteText(w io.Writer, rs []Result) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-4s  %-13s %s\n", r.Status, r.Check, r.Detail)
+		if r.Hint != "" && r.Status != Pass {
+			fmt.Fprintf(w, "      %-13s fix: %s\n", "", r.Hint)
+		}
+	}
+}
+
+// WriteJSON writes the results as one JSON object.
+func WriteJSON(w io.Writer, rs []Result) error {
+	return json.NewEncoder(w).Encode(map[string]any{"ok": !Failed(rs), "checks": rs})
+}
