@@ -245,7 +245,6 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return retryOrFail(ReasonGitHubError, err)
 	}
 
-
 	gitRepo, tip, release, err := w.Deps.GitHub.FetchBase(ctx, a.TenantID, repo, ghRepo.DefaultBranch)
 	if err != nil {
 		return retryOrFail(ReasonBaseUnavailable, err)
