@@ -163,13 +163,15 @@ func BenchmarkReviewRun(b *testing.B) {
 	b.StopTimer()
 	mu.Lock()
 	defer mu.Unlock()
-	var run, sandbox, model time.Duration
+	var run, sandbox, model, fetch time.Duration
 	for _, t := range timings {
-		run, sandbox, model = run+t.Total, sandbox+t.Sandbox, model+t.Model
+		run, sandbox, model, fetch = run+t.Total, sandbox+t.Sandbox, model+t.Model, fetch+t.Fetch
 	}
 	n := time.Duration(max(len(timings), 1))
 	own := total/time.Duration(b.N) - (sandbox+model)/n
 	b.ReportMetric(float64((total / time.Duration(b.N)).Milliseconds()), "webhook-to-outputs-ms")
+	b.ReportMetric(float64((run / n).Milliseconds()), "review-job-ms")
+	b.ReportMetric(float64((fetch / n).Milliseconds()), "fetch-ms")
 	b.ReportMetric(float64((sandbox / n).Milliseconds()), "sandbox-ms")
 	b.ReportMetric(float64((model / n).Milliseconds()), "model-ms")
 	b.ReportMetric(float64(own.Milliseconds()), "own-ms")

@@ -33,3 +33,22 @@ func TestWorkerSettings(t *testing.T) {
 		t.Errorf("the API took a worker setting: %v", err)
 	}
 }
+
+func TestWorkerReviewRuns(t *testing.T) {
+	c, err := LoadWorker(nil)
+	if err != nil || c.Reviews.Enabled {
+		t.Fatalf("default: %v, enabled %v", err, c.Reviews.Enabled)
+	}
+	c, err = LoadWorker([]string{"QUAVON_BROKER_CREDENTIAL_FILE=/run/secrets/broker", "QUAVON_GITHUB_REVIEW_APP_SLUG=quavon-review",
+		"QUAVON_GITHUB_GIT_URL=https://ghe.example.com/"})
+	if err != nil || !c.Reviews.Enabled || c.Reviews.ReviewAppSlug != "quavon-review" || c.Reviews.GitURL != "https://ghe.example.com/" ||
+		c.Reviews.GitCacheDir != "/var/lib/quavon/git" {
+		t.Fatalf("%v %+v", err, c.Reviews)
+	}
+	if _, err := LoadWorker([]string{"QUAVON_GITHUB_GIT_URL=ftp://x"}); err == nil {
+		t.Error("a git URL that is not https: accepted")
+	}
+	if _, err := LoadWorker([]string{"QUAVON_BROKER_CREDENTIAL=abc"}); err == nil {
+		t.Error("a secret in the environment: accepted")
+	}
+}

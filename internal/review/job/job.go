@@ -111,6 +111,8 @@ type Deps struct {
 // Timings of one run.
 type Timings struct {
 	Total, Sandbox, Model time.Duration
+	// Fetch is the git fetch of the head and base.
+	Fetch time.Duration
 }
 
 // Worker works review_run jobs.
@@ -185,7 +187,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		})
 	}
 
+	tFetch := time.Now()
 	repoDir, baseTip, release, err := w.Deps.Fetch.Fetch(ctx, a.TenantID, repo, run.PRNumber, run.BaseRef)
+	fetched := time.Since(tFetch)
 	if err != nil {
 		return w.fail(ctx, tenant, job, run, ReasonHeadGone, err, false)
 	}
@@ -321,7 +325,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	})
 	if w.Deps.OnTimings != nil && err == nil {
 		w.Deps.OnTimings(Timings{Total: time.Since(t0), Sandbox: time.Duration(out.SASTMillis) * time.Millisecond,
-			Model: time.Duration(out.ModelMillis) * time.Millisecond})
+			Model: time.Duration(out.ModelMillis) * time.Millisecond, Fetch: fetched})
 	}
 	return err
 }
