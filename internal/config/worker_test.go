@@ -36,14 +36,14 @@ func TestWorkerSettings(t *testing.T) {
 
 func TestWorkerReviewRuns(t *testing.T) {
 	c, err := LoadWorker(nil)
-	if err != nil || c.Reviews.Enabled {
-		t.Fatalf("default: %v, enabled %v", err, c.Reviews.Enabled)
+	if err != nil || c.BrokerClient.Addr != "" {
+		t.Fatalf("default: %v, broker %q (without a credential the worker reads nothing on GitHub)", err, c.BrokerClient.Addr)
 	}
 	c, err = LoadWorker([]string{"QUAVON_BROKER_CREDENTIAL_FILE=/run/secrets/broker", "QUAVON_GITHUB_REVIEW_APP_SLUG=quavon-review",
 		"QUAVON_GITHUB_GIT_URL=https://ghe.example.com/"})
-	if err != nil || !c.Reviews.Enabled || c.Reviews.ReviewAppSlug != "quavon-review" || c.Reviews.GitURL != "https://ghe.example.com/" ||
-		c.Reviews.GitCacheDir != "/var/lib/quavon/git" {
-		t.Fatalf("%v %+v", err, c.Reviews)
+	if err != nil || c.BrokerClient.Addr == "" || c.ReviewAppSlug != "quavon-review" || c.Runs.GitURL != "https://ghe.example.com/" ||
+		c.Runs.GitCacheDir != "/var/lib/quavon/git" {
+		t.Fatalf("%v %+v %q %+v", err, c.BrokerClient, c.ReviewAppSlug, c.Runs)
 	}
 	if _, err := LoadWorker([]string{"QUAVON_GITHUB_GIT_URL=ftp://x"}); err == nil {
 		t.Error("a git URL that is not https: accepted")
