@@ -35,16 +35,15 @@ func TestWorkerSettings(t *testing.T) {
 }
 
 func TestWorkerReviewRuns(t *testing.T) {
-	// Without a broker credential the worker reads nothing on GitHub.
 	c, err := LoadWorker(nil)
 	if err != nil || c.BrokerClient.Addr != "" {
-		t.Fatalf("default: %v, broker %q", err, c.BrokerClient.Addr)
+		t.Fatalf("default: %v, broker %q (without a credential the worker reads nothing on GitHub)", err, c.BrokerClient.Addr)
 	}
 	c, err = LoadWorker([]string{"QUAVON_BROKER_CREDENTIAL_FILE=/run/secrets/broker", "QUAVON_GITHUB_REVIEW_APP_SLUG=quavon-review",
-		"QUAVON_GITHUB_GIT_URL=https://ghe.example.com/", "QUAVON_SANDBOX_SIGNING_KEY_FILE=/run/secrets/pool"})
+		"QUAVON_GITHUB_GIT_URL=https://ghe.example.com/"})
 	if err != nil || c.BrokerClient.Addr == "" || c.ReviewAppSlug != "quavon-review" || c.Runs.GitURL != "https://ghe.example.com/" ||
 		c.Runs.GitCacheDir != "/var/lib/quavon/git" {
-		t.Fatalf("%v %+v %+v", err, c.BrokerClient, c.Runs)
+		t.Fatalf("%v %+v %q %+v", err, c.BrokerClient, c.ReviewAppSlug, c.Runs)
 	}
 	if _, err := LoadWorker([]string{"QUAVON_GITHUB_GIT_URL=ftp://x"}); err == nil {
 		t.Error("a git URL that is not https: accepted")

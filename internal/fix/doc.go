@@ -2,8 +2,9 @@
 // state machine below, the daily caps (spec FX10, AdmitRun) and the capped,
 // secret-redacted test output tails stored on a run (DT5, SB10), and the
 // eligibility of a trigger (Admit: FX1, FX10, CH5). The agent loop is
-// internal/fix/fixagent and the execution of an admitted run
-// internal/fix/fixrun: both move runs only through this package, which
+// internal/fix/fixagent, the execution of an admitted run
+// internal/fix/fixrun and the worker's job around it internal/fix/fixjob:
+// they move runs only through this package, which
 // links neither the agent nor the model layer (quavon-api reads runs
 // through it).
 //
