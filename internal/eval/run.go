@@ -121,6 +121,9 @@ func RunOne(ctx context.Context, cfg Config, t *Task, run int) *Result {
 }
 
 func runOne(ctx context.Context, cfg Config, t *Task, r *Result) error {
+	if t.Kind == KindReview {
+		return runReview(ctx, cfg, t, r)
+	}
 	canary := NewCanary()
 	base := make(map[string]patch.MapFile, len(t.Base))
 	files := make(snapshot.Files, 0, len(t.Base))
