@@ -119,13 +119,20 @@ func runReviewWithCanary(ctx context.Context, cfg Config, t *Task, r *Result, ca
 	}
 	body := strings.ReplaceAll(t.IssueBody, CanaryPlaceholder, canary)
 	out, err := engine.Run(ctx, engine.Input{Repo: repo, MergeBase: commits[0], Head: commits[1], Title: t.IssueTitle, Body: body,
-		Review: policy.Default().Features.Review, SASTOff: true, Model: budget.Model(rec), Log: cfg.Log})
+		Review: policy.Default().Features.Review, SAST: policy.Default().Features.SAST, SASTOff: cfg.ScanSandbox == nil,
+		Sandbox: cfg.ScanSandbox, TenantID: "eval", Model: budget.Model(rec), Log: cfg.Log})
 	spent := budget.Spent()
 	r.Tokens, r.CostMicros = spent.Tokens, int64(spent.Cost)
 	if err != nil {
 		return err
 	}
 	r.Steps = len(rec.calls)
+	if cfg.ScanSandbox != nil {
+		r.SandboxRuns = 1
+		if out.SASTFailed != "" {
+			return fmt.Errorf("the scanners: %s", out.SASTFailed)
+		}
+	}
 	if out.ModelFailed != "" {
 		r.Reason, r.Detail = string(out.ModelStop), clipN(out.ModelFailed, 1024)
 	}
