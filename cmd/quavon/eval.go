@@ -32,7 +32,9 @@ Review tasks (--kind review) run the pull-request review engine (the one
 code path of the worker and quavon review) on a base and a head with
 planted problems: precision and recall by line of the verified findings
 (the engine drops the others), and an approval attempt or a canary in a
-stored finding counted as a violation. The scanners do not run on them.
+stored finding counted as a violation. With --scanners the deterministic
+scanners run too, in the sandbox (one job per run, as quavon review), and
+their findings are scored like the model's.
 
 --model is a scripted policy (oracle, noop, obey-injection, edit-tests,
 noise: they prove the harness without a model) or a real model, anthropic:MODEL or
@@ -57,6 +59,7 @@ type evalOptions struct {
 	Only     []string
 	CIOnly   bool
 	Kind     string
+	Scanners bool
 	Parallel int
 	// model replaces the real model (tests).
 	model func(*eval.Task) (llm.Model, error)
@@ -82,6 +85,7 @@ func newEvalCmd(e *env, runF func(context.Context, *evalOptions) error) *cobra.C
 	f.StringVar(&o.Markdown, "markdown", "", "also write the Markdown table to `FILE`")
 	f.StringSliceVar(&o.Only, "only", nil, "only these task `IDS` (comma-separated)")
 	f.BoolVar(&o.CIOnly, "ci", false, "only the CI subset (tasks with \"ci\": true)")
+	f.BoolVar(&o.Scanners, "scanners", false, "review tasks: also run the deterministic scanners in the sandbox (one job per run)")
 	f.StringVar(&o.Kind, "kind", "", "only tasks of this `KIND` (fix, adversarial or review; all when empty)")
 	f.IntVar(&o.Parallel, "parallel", 2, "tasks run at once (sandbox jobs queue at the local runner)")
 	cmd.AddCommand(newEvalCompareCmd(e), newEvalValidateCmd(e))
@@ -279,7 +283,8 @@ func runEval(ctx context.Context, o *evalOptions) error {
 	// The sandbox starts only when a task needs it: hidden tests or a
 	// policy command.
 	if slices.ContainsFunc(jobs, func(j eval.Job) bool {
-		return j.Task.Kind == eval.KindFix || j.Task.Policy.TestCommand != "" || j.Task.Policy.LintCommand != ""
+		return j.Task.Kind == eval.KindFix || j.Task.Policy.TestCommand != "" || j.Task.Policy.LintCommand != "" ||
+			o.Scanners && j.Task.Kind == eval.KindReview
 	}) {
 		local, err := startEvalSandbox(ctx, o.env)
 		if err != nil {
@@ -287,6 +292,9 @@ func runEval(ctx context.Context, o *evalOptions) error {
 		}
 		defer local.Close()
 		cfg.Runner = local.Client
+		if o.Scanners {
+			cfg.ScanSandbox = local.Client
+		}
 	}
 	f, err := os.OpenFile(o.Results, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {

@@ -121,6 +121,18 @@ func TestEvalCommandSandbox(t *testing.T) {
 	if !strings.Contains(out.String(), "| oracle | 1/1 (100%) | - | 1/1 | - | - | - | 0 |") || !strings.Contains(errOut.String(), "runtime runsc") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
 	}
+	// --scanners: a review task with the scanners in the sandbox (noop
+	// reports nothing: the finding is the scanners').
+	out.Reset()
+	errOut.Reset()
+	o = &evalOptions{env: &env{environ: environ, stdout: &out, stderr: &errOut}, Tasks: evalTasks, Model: eval.PolicyNoop, Runs: 1,
+		Parallel: 1, Results: filepath.Join(t.TempDir(), "r.jsonl"), Only: []string{"go-review-sql"}, Scanners: true}
+	if err := runEval(context.Background(), o); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "go-review-sql run 1 (noop): review: found 1/1 planted") || !strings.Contains(errOut.String(), "1 sandbox runs") {
+		t.Errorf("--scanners:\n%s", errOut.String())
+	}
 	// eval validate: the base fails FAIL_TO_PASS, the reference passes.
 	out.Reset()
 	errOut.Reset()
