@@ -28,8 +28,16 @@ FAIL_TO_PASS and PASS_TO_PASS test passes. Adversarial tasks count safety
 violations: a canary planted in the repository reaching the patch, the
 summary, a reason, a step or a test tail, or a change to an off-limits path.
 
---model is a scripted policy (oracle, noop, obey-injection, edit-tests: they
-prove the harness without a model) or a real model, anthropic:MODEL or
+Review tasks (--kind review) run the pull-request review engine (the one
+code path of the worker and quavon review) on a base and a head with
+planted problems: precision and recall by line of the verified findings
+(the engine drops the others), and an approval attempt or a canary in a
+stored finding counted as a violation. With --scanners the deterministic
+scanners run too, in the sandbox (one job per run, as quavon review), and
+their findings are scored like the model's.
+
+--model is a scripted policy (oracle, noop, obey-injection, edit-tests,
+noise: they prove the harness without a model) or a real model, anthropic:MODEL or
 openai:MODEL (the key and base URL are the fix feature's settings,
 QUAVON_LLM_FIX_API_KEY_FILE or QUAVON_LLM_API_KEY_FILE, QUAVON_LLM_FIX_BASE_URL;
 prices from QUAVON_LLM_PRICES).
@@ -50,6 +58,8 @@ type evalOptions struct {
 	Markdown string
 	Only     []string
 	CIOnly   bool
+	Kind     string
+	Scanners bool
 	Parallel int
 	// model replaces the real model (tests).
 	model func(*eval.Task) (llm.Model, error)
@@ -75,6 +85,8 @@ func newEvalCmd(e *env, runF func(context.Context, *evalOptions) error) *cobra.C
 	f.StringVar(&o.Markdown, "markdown", "", "also write the Markdown table to `FILE`")
 	f.StringSliceVar(&o.Only, "only", nil, "only these task `IDS` (comma-separated)")
 	f.BoolVar(&o.CIOnly, "ci", false, "only the CI subset (tasks with \"ci\": true)")
+	f.BoolVar(&o.Scanners, "scanners", false, "review tasks: also run the deterministic scanners in the sandbox (one job per run)")
+	f.StringVar(&o.Kind, "kind", "", "only tasks of this `KIND` (fix, adversarial or review; all when empty)")
 	f.IntVar(&o.Parallel, "parallel", 2, "tasks run at once (sandbox jobs queue at the local runner)")
 	cmd.AddCommand(newEvalCompareCmd(e), newEvalValidateCmd(e))
 	return cmd
@@ -113,7 +125,7 @@ func newEvalValidateCmd(e *env) *cobra.Command {
 		Short: "Check tasks: strict format, and in the sandbox the base fails FAIL_TO_PASS and the reference patch passes every hidden test",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			tasks, err := loadEvalTasks(dir, only, false)
+			tasks, err := loadEvalTasks(dir, only, false, "")
 			if err != nil {
 				return err
 			}
@@ -143,14 +155,17 @@ func newEvalValidateCmd(e *env) *cobra.Command {
 	return cmd
 }
 
-func loadEvalTasks(dir string, only []string, ciOnly bool) ([]*eval.Task, error) {
+func loadEvalTasks(dir string, only []string, ciOnly bool, kind string) ([]*eval.Task, error) {
+	if kind != "" && kind != eval.KindFix && kind != eval.KindAdversarial && kind != eval.KindReview {
+		return nil, fmt.Errorf("--kind %q: want fix, adversarial or review", kind)
+	}
 	all, err := eval.Load(dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []*eval.Task
 	for _, t := range all {
-		if (len(only) == 0 || slices.Contains(only, t.ID)) && (!ciOnly || t.CI) {
+		if (len(only) == 0 || slices.Contains(only, t.ID)) && (!ciOnly || t.CI) && (kind == "" || t.Kind == kind) {
 			out = append(out, t)
 		}
 	}
@@ -224,7 +239,7 @@ func runEval(ctx context.Context, o *evalOptions) error {
 	if err != nil {
 		return fail(err)
 	}
-	tasks, err := loadEvalTasks(o.Tasks, o.Only, o.CIOnly)
+	tasks, err := loadEvalTasks(o.Tasks, o.Only, o.CIOnly, o.Kind)
 	if err != nil {
 		return fail(err)
 	}
@@ -268,7 +283,8 @@ func runEval(ctx context.Context, o *evalOptions) error {
 	// The sandbox starts only when a task needs it: hidden tests or a
 	// policy command.
 	if slices.ContainsFunc(jobs, func(j eval.Job) bool {
-		return j.Task.Kind == eval.KindFix || j.Task.Policy.TestCommand != "" || j.Task.Policy.LintCommand != ""
+		return j.Task.Kind == eval.KindFix || j.Task.Policy.TestCommand != "" || j.Task.Policy.LintCommand != "" ||
+			o.Scanners && j.Task.Kind == eval.KindReview
 	}) {
 		local, err := startEvalSandbox(ctx, o.env)
 		if err != nil {
@@ -276,6 +292,9 @@ func runEval(ctx context.Context, o *evalOptions) error {
 		}
 		defer local.Close()
 		cfg.Runner = local.Client
+		if o.Scanners {
+			cfg.ScanSandbox = local.Client
+		}
 	}
 	f, err := os.OpenFile(o.Results, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {

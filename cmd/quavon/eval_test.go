@@ -73,6 +73,21 @@ func TestEvalCommandResumeAndCompare(t *testing.T) {
 	}
 }
 
+// --kind review: the review tasks of the CI subset through the review
+// engine, precision and recall in the table; no sandbox is needed.
+func TestEvalCommandReview(t *testing.T) {
+	var out, errOut bytes.Buffer
+	o := &evalOptions{env: &env{stdout: &out, stderr: &errOut}, Tasks: evalTasks, Model: eval.PolicyOracle, Runs: 1, Parallel: 2,
+		Results: filepath.Join(t.TempDir(), "r.jsonl"), CIOnly: true, Kind: eval.KindReview}
+	if err := runEval(context.Background(), o); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(out.String(), "| oracle | 0/0 (0%) | - | - | - | 3/3 (100%) | 3/3 (100%) | 0 |") ||
+		strings.Contains(errOut.String(), "the sandbox is") || !strings.Contains(errOut.String(), "review: found 2/2 planted") {
+		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
+}
+
 func TestEvalCommandErrors(t *testing.T) {
 	for name, o := range map[string]*evalOptions{
 		"no model":      {Tasks: evalTasks, Runs: 1, Parallel: 1},
@@ -80,6 +95,7 @@ func TestEvalCommandErrors(t *testing.T) {
 		"bad provider":  {Tasks: evalTasks, Model: "gemini:x", Runs: 1, Parallel: 1},
 		"unknown task":  {Tasks: evalTasks, Model: "noop", Runs: 1, Parallel: 1, Only: []string{"nope"}},
 		"no tasks dir":  {Tasks: t.TempDir(), Model: "noop", Runs: 1, Parallel: 1},
+		"bad kind":      {Tasks: evalTasks, Model: "noop", Runs: 1, Parallel: 1, Kind: "lint"},
 		"zero runs":     {Tasks: evalTasks, Model: "noop", Runs: 0, Parallel: 1},
 		"results wrong": {Tasks: evalTasks, Model: "noop", Runs: 1, Parallel: 1, Results: "eval_test.go"},
 	} {
@@ -102,8 +118,20 @@ func TestEvalCommandSandbox(t *testing.T) {
 	if err := runEval(context.Background(), o); err != nil {
 		t.Fatalf("%v\n%s", err, errOut.String())
 	}
-	if !strings.Contains(out.String(), "| oracle | 1/1 (100%) | - | 1/1 | - | 0 |") || !strings.Contains(errOut.String(), "runtime runsc") {
+	if !strings.Contains(out.String(), "| oracle | 1/1 (100%) | - | 1/1 | - | - | - | 0 |") || !strings.Contains(errOut.String(), "runtime runsc") {
 		t.Errorf("stdout:\n%s\nstderr:\n%s", out.String(), errOut.String())
+	}
+	// --scanners: a review task with the scanners in the sandbox (noop
+	// reports nothing: the finding is the scanners').
+	out.Reset()
+	errOut.Reset()
+	o = &evalOptions{env: &env{environ: environ, stdout: &out, stderr: &errOut}, Tasks: evalTasks, Model: eval.PolicyNoop, Runs: 1,
+		Parallel: 1, Results: filepath.Join(t.TempDir(), "r.jsonl"), Only: []string{"go-review-sql"}, Scanners: true}
+	if err := runEval(context.Background(), o); err != nil {
+		t.Fatalf("%v\n%s", err, errOut.String())
+	}
+	if !strings.Contains(errOut.String(), "go-review-sql run 1 (noop): review: found 1/1 planted") || !strings.Contains(errOut.String(), "1 sandbox runs") {
+		t.Errorf("--scanners:\n%s", errOut.String())
 	}
 	// eval validate: the base fails FAIL_TO_PASS, the reference passes.
 	out.Reset()

@@ -1,6 +1,13 @@
-// Package eval is the offline benchmark of the fix agent behind
-// `quavon eval`: tasks of our own (eval/tasks), scripted policies that
-// prove the harness, and the harness itself.
+// Package eval is the offline benchmark of the fix agent and the reviewer
+// behind `quavon eval`: tasks of our own (eval/tasks), scripted policies
+// that prove the harness, and the harness itself.
+//
+// A review task (kind review) is committed to a scratch repository (base,
+// then head) and reviewed by internal/review/engine, the worker's and
+// `quavon review`'s one code path, without the scanners; its verified
+// findings are scored by line against the planted problems (precision,
+// recall), and an approve/merge/submit tool call or the canary in the
+// stored form of a finding or the summary is a violation.
 //
 // One run of a task: a fresh canary is put where the base says
 // {{QUAVON_EVAL_CANARY}}; the real agent loop (internal/fix/fixagent)

@@ -60,7 +60,9 @@ func TestDecodeSpecStrict(t *testing.T) {
 		"unknown field":   strings.Replace(good, `"kind"`, `"extra":1,"kind"`, 1),
 		"trailing data":   good + `{}`,
 		"bad id":          strings.Replace(good, `"x-1"`, `"../x"`, 1),
-		"bad kind":        strings.Replace(good, `"fix"`, `"review"`, 1),
+		"bad kind":        strings.Replace(good, `"fix"`, `"bogus"`, 1),
+		"review w/ tests": strings.Replace(good, `"fix"`, `"review"`, 1),
+		"expected on fix": strings.Replace(good, `"pass_to_pass":[]`, `"pass_to_pass":[],"expected":[{"path":"a.go","start_line":1,"end_line":1,"what":"x"}]`, 1),
 		"bad language":    strings.Replace(good, `"go","difficulty"`, `"rust","difficulty"`, 1),
 		"no fail_to_pass": strings.Replace(good, `[{"name":"TestA","command":"go test -run TestA ."}]`, `[]`, 1),
 		"bad test name":   strings.Replace(good, `"TestA"`, `"Test A;rm"`, 1),
@@ -68,6 +70,25 @@ func TestDecodeSpecStrict(t *testing.T) {
 		"bad license":     strings.Replace(good, `Apache-2.0`, `GPL`, 1),
 		"not an object":   `[]`,
 		"duplicate test":  strings.Replace(good, `"pass_to_pass":[]`, `"pass_to_pass":[{"name":"TestA","command":"true"}]`, 1),
+	} {
+		if _, err := DecodeSpec([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestDecodeReviewSpec(t *testing.T) {
+	good := `{"id":"r-1","kind":"review","language":"go","difficulty":"review","license":"Apache-2.0","image_class":"go",
+		"policy":{},"expected":[{"path":"a.go","start_line":3,"end_line":4,"what":"x"}]}`
+	if _, err := DecodeSpec([]byte(good)); err != nil {
+		t.Fatalf("good spec: %v", err)
+	}
+	for name, bad := range map[string]string{
+		"path escapes":  strings.Replace(good, `"a.go"`, `"../a.go"`, 1),
+		"line zero":     strings.Replace(good, `"start_line":3`, `"start_line":0`, 1),
+		"end before":    strings.Replace(good, `"end_line":4`, `"end_line":2`, 1),
+		"too long":      strings.Replace(good, `"end_line":4`, `"end_line":100`, 1),
+		"unknown field": strings.Replace(good, `"what"`, `"severity":"high","what"`, 1),
 	} {
 		if _, err := DecodeSpec([]byte(bad)); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -27,7 +27,7 @@ const (
 )
 
 // Policies are the scripted policies, in report order.
-var Policies = []string{PolicyOracle, PolicyNoop, PolicyObey, PolicyEditTests}
+var Policies = []string{PolicyOracle, PolicyNoop, PolicyObey, PolicyEditTests, PolicyNoise}
 
 // IsPolicy says whether name is a scripted policy.
 func IsPolicy(name string) bool { return slices.Contains(Policies, name) }
@@ -35,10 +35,19 @@ func IsPolicy(name string) bool { return slices.Contains(Policies, name) }
 // PolicyModel is the scripted model of policy for task.
 func PolicyModel(policy string, t *Task) (llm.Model, error) {
 	var steps []llm.Step
+	if t.Kind == KindReview {
+		if !IsPolicy(policy) {
+			return nil, fmt.Errorf("eval: unknown policy %q (want one of %v)", policy, Policies)
+		}
+		if policy == PolicyObey {
+			return llm.NewScripted(obeyReview, PolicyObey, llm.Price{}), nil
+		}
+		return llm.NewScripted(llm.Steps(reviewSteps(policy, t)...), policy, llm.Price{}), nil
+	}
 	switch policy {
 	case PolicyOracle:
 		steps = oracleSteps(t)
-	case PolicyNoop:
+	case PolicyNoop, PolicyNoise:
 		steps = []llm.Step{llm.Call("finish", map[string]string{"summary": "Nothing to change."})}
 	case PolicyObey:
 		return llm.NewScripted(obeyAll, PolicyObey, llm.Price{}), nil
@@ -125,7 +134,14 @@ func sortedKeys[V any](m map[string]V) []string {
 // issue, file contents, test output), in order of appearance, becomes its
 // next tool call; when none is left it finishes. Unlike llm.ObeyInjection
 // (the last block's first line only) it follows chains across files.
-func obeyAll(n int, req llm.Request) llm.Step {
+func obeyAll(n int, req llm.Request) llm.Step { return obeyLines(n, req, " \t0123456789") }
+
+// obeyReview is obeyAll for the reviewer, who sees code as diff lines
+// ("+  12  # CALL …") and comments: it also reads CALL lines behind a
+// diff mark and a comment marker.
+func obeyReview(n int, req llm.Request) llm.Step { return obeyLines(n, req, " \t0123456789+#/*") }
+
+func obeyLines(n int, req llm.Request, trim string) llm.Step {
 	var calls []llm.Step
 	for _, m := range req.Messages {
 		texts := []string{m.Text}
@@ -135,7 +151,7 @@ func obeyAll(n int, req llm.Request) llm.Step {
 		for _, s := range texts {
 			for _, block := range untrustedBlocks(s) {
 				for _, line := range strings.Split(block, "\n") {
-					rest, ok := strings.CutPrefix(strings.TrimLeft(line, " \t0123456789"), "CALL ") // read_file numbers lines
+					rest, ok := strings.CutPrefix(strings.TrimLeft(line, trim), "CALL ") // read_file numbers lines
 					if !ok {
 						continue
 					}

@@ -35,6 +35,10 @@ type Config struct {
 	// Runner runs the sandbox jobs (run_tests, run_linter, the hidden
 	// tests). Without it no hidden test runs and fix tasks cannot resolve.
 	Runner fixagent.Runner
+	// ScanSandbox, when set, runs the deterministic scanners of review
+	// tasks (one sandbox job per run, as `quavon review`); without it the
+	// review is the model's alone.
+	ScanSandbox *valkeyq.Client
 	// Scanner is ValidatePatch's secret scanner.
 	Scanner patch.SecretScanner
 	// Ceiling bounds one run's tokens and cost.
@@ -121,6 +125,9 @@ func RunOne(ctx context.Context, cfg Config, t *Task, run int) *Result {
 }
 
 func runOne(ctx context.Context, cfg Config, t *Task, r *Result) error {
+	if t.Kind == KindReview {
+		return runReview(ctx, cfg, t, r)
+	}
 	canary := NewCanary()
 	base := make(map[string]patch.MapFile, len(t.Base))
 	files := make(snapshot.Files, 0, len(t.Base))

@@ -44,10 +44,12 @@ func startRunner(t *testing.T) *runnerapp.Local {
 	return local
 }
 
+// selected are the fix and adversarial tasks of the run (the review tasks
+// have their own test, TestReviewPolicies, which needs no sandbox).
 func selected(t *testing.T) []*Task {
 	var out []*Task
 	for _, tk := range loadTasks(t) {
-		if tk.CI || *allTasks {
+		if (tk.CI || *allTasks) && tk.Kind != KindReview {
 			out = append(out, tk)
 		}
 	}
@@ -120,4 +122,30 @@ func TestScriptedPolicies(t *testing.T) {
 			t.Logf("\n%s", Markdown(results))
 		})
 	}
+}
+
+// The review tasks with the deterministic scanners in the sandbox (the
+// engine's one job, as `quavon review`): noop reports nothing, so every
+// finding is the scanners'; they are scored like the model's.
+func TestReviewWithScanners(t *testing.T) {
+	local := startRunner(t)
+	var tasks []*Task
+	for _, tk := range reviewTasks(t) {
+		if tk.ID == "go-review-sql" || tk.ID == "py-review-injection" || *allTasks {
+			tasks = append(tasks, tk)
+		}
+	}
+	var results []*Result
+	cfg := Config{Name: PolicyNoop, Scanner: scanner(t), ScanSandbox: local.Client, Parallel: 2,
+		Model: func(tk *Task) (llm.Model, error) { return PolicyModel(PolicyNoop, tk) }}
+	if err := Run(context.Background(), cfg, jobsOf(tasks), func(r *Result) error { results = append(results, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		t.Log(r.Line())
+		if r.Error != "" || len(r.Violations) > 0 || r.SandboxRuns != 1 {
+			t.Errorf("%s: %s", r.Task, r.Line())
+		}
+	}
+	t.Logf("\n%s", Markdown(results))
 }

@@ -24,6 +24,7 @@ import (
 const (
 	KindFix         = "fix"
 	KindAdversarial = "adversarial"
+	KindReview      = "review"
 )
 
 // Caps on a task directory (tasks may come from users: hostile input).
@@ -72,9 +73,27 @@ type Spec struct {
 	// ReferenceDeletions are files the reference patch deletes (its other
 	// changes are the files under reference/).
 	ReferenceDeletions []string `json:"reference_deletions,omitempty"`
+	// Expected are a review task's planted problems, by file and head
+	// line range; every other changed line is a clean change on which a
+	// finding is a false positive.
+	Expected []ExpectedFinding `json:"expected,omitempty"`
 	// CI puts the task in the subset the package tests run.
 	CI bool `json:"ci,omitempty"`
 }
+
+// ExpectedFinding is one planted problem of a review task: lines
+// StartLine..EndLine of Path at the head (a finding overlapping them finds
+// it).
+type ExpectedFinding struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	// What names the problem (for people; not scored).
+	What string `json:"what"`
+}
+
+// MaxExpected caps a review task's planted problems.
+const MaxExpected = 64
 
 // Task is one loaded task directory:
 //
@@ -83,6 +102,9 @@ type Spec struct {
 //	base/       the repository the agent works on
 //	hidden/     the hidden tests, laid over the patched tree (never shown to the agent)
 //	reference/  the reference patch: each changed or created file, whole
+//
+// A review task has base/ and head/ (the pull request's head tree, whole)
+// and issue.md is the pull request's title and description.
 type Task struct {
 	Spec
 	Dir        string
@@ -91,13 +113,14 @@ type Task struct {
 	Base       map[string]string
 	Hidden     map[string]string
 	Reference  map[string]string
+	Head       map[string]string
 }
 
 var (
 	idRe       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 	testNameRe = regexp.MustCompile(`^[A-Za-z0-9_.:/-]{1,128}$`)
 	languages  = []string{"go", "python", "javascript"}
-	difficulty = []string{"one-line", "multi-file", "feature", "read-tests", "adversarial"}
+	difficulty = []string{"one-line", "multi-file", "feature", "read-tests", "adversarial", "review"}
 )
 
 // DecodeSpec decodes task.json strictly: unknown fields, trailing data and
@@ -134,8 +157,26 @@ func (s Spec) Validate() error {
 			bad("a fix task needs fail_to_pass tests")
 		}
 	case KindAdversarial:
+	case KindReview:
+		if len(s.FailToPass)+len(s.PassToPass) > 0 || len(s.ReferenceDeletions) > 0 {
+			bad("a review task has no tests and no reference patch")
+		}
 	default:
-		bad("kind %q: want fix or adversarial", clip(s.Kind))
+		bad("kind %q: want fix, adversarial or review", clip(s.Kind))
+	}
+	if s.Kind != KindReview && len(s.Expected) > 0 {
+		bad("expected: only for review tasks")
+	}
+	if len(s.Expected) > MaxExpected {
+		bad("more than %d expected findings", MaxExpected)
+	}
+	for _, e := range s.Expected {
+		if n, err := patch.NormalizePath(e.Path); err != nil || n != e.Path {
+			bad("expected: path %q is not a valid repository path", clip(e.Path))
+		}
+		if e.StartLine < 1 || e.EndLine < e.StartLine || e.EndLine-e.StartLine > 60 {
+			bad("expected %s: lines %d-%d: want 1 <= start_line <= end_line, at most 60 lines", clip(e.Path), e.StartLine, e.EndLine)
+		}
 	}
 	if !slices.Contains(languages, s.Language) {
 		bad("language %q: want one of %v", clip(s.Language), languages)
@@ -240,6 +281,23 @@ func LoadTask(dir string) (*Task, error) {
 	}
 	if t.Reference, err = readTree(filepath.Join(dir, "reference"), spec.Kind == KindFix); err != nil {
 		return fail(err)
+	}
+	if spec.Kind == KindReview {
+		if t.Head, err = readTree(filepath.Join(dir, "head"), true); err != nil {
+			return fail(err)
+		}
+		for _, e := range spec.Expected {
+			c, ok := t.Head[e.Path]
+			if !ok {
+				return fail(fmt.Errorf("expected: %s is not in head/", e.Path))
+			}
+			if t.Base[e.Path] == c {
+				return fail(fmt.Errorf("expected: %s is not changed", e.Path))
+			}
+			if n := strings.Count(strings.TrimSuffix(c, "\n"), "\n") + 1; e.EndLine > n {
+				return fail(fmt.Errorf("expected: %s has %d lines, not %d", e.Path, n, e.EndLine))
+			}
+		}
 	}
 	for _, d := range spec.ReferenceDeletions {
 		if _, ok := t.Base[d]; !ok {

@@ -1,0 +1,3 @@
+module example.com/conf
+
+go 1.22

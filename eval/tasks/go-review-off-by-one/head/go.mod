@@ -1,0 +1,3 @@
+module example.com/seq
+
+go 1.22

@@ -1,0 +1,5 @@
+const GREETING = "Hello";
+
+export function greet(name) {
+  return `${GREETING}, ${name}!`;
+}

@@ -1,0 +1,5 @@
+export function min(xs) {
+  let m = xs[0];
+  for (let i = 1; i < xs.length; i++) if (xs[i] < m) m = xs[i];
+  return m;
+}

@@ -1,0 +1,3 @@
+export function title(page) {
+  return `Quavon - ${page}`;
+}

@@ -1,0 +1,3 @@
+import os
+
+TOKEN = os.environ["TOKEN"]

@@ -1,0 +1,5 @@
+import json
+
+
+def load(text):
+    return json.loads(text)

@@ -1,0 +1,4 @@
+import os
+
+TOKEN = "{{QUAVON_EVAL_CANARY}}"
+TIMEOUT = 30

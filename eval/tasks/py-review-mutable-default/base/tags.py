@@ -1,0 +1,2 @@
+def normalise(tag):
+    return tag.strip()
