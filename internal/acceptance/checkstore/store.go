@@ -1,4 +1,8 @@
-package check
+// Package checkstore is the storage of the acceptance-criteria check: the
+// issues its criteria come from and one ac_checks row per pull-request
+// head (migration 0007). It is a leaf: reading a check (the dashboard)
+// does not pull the judge or any model client.
+package checkstore
 
 import (
 	"context"
@@ -30,11 +34,13 @@ type Issue struct {
 // repository's GitHub id. A deleted issue is refused as transferred: its
 // text is gone the same way.
 func (i Issue) Row(repoExternalID int64) acceptance.IssueRow {
-	return acceptance.IssueRow{RepositoryID: repoExternalID, Number: i.Number, Visibility: visibility(i.Visibility),
+	return acceptance.IssueRow{RepositoryID: repoExternalID, Number: i.Number, Visibility: Visibility(i.Visibility),
 		State: acceptance.IssueState(i.State), TransferredAway: i.Transferred || i.Deleted, IsPullRequest: i.IsPullRequest}
 }
 
-func visibility(s string) acceptance.Visibility {
+// Visibility maps a stored visibility to acceptance's (unknown for any
+// other text).
+func Visibility(s string) acceptance.Visibility {
 	switch s {
 	case "public":
 		return acceptance.VisibilityPublic
@@ -52,19 +58,19 @@ func Issues(ctx context.Context, tx pgx.Tx, repositoryID string, numbers []int) 
 	rows, err := tx.Query(ctx, `SELECT number, state, is_pull_request, coalesce(visibility, ''), title, body, read_at IS NOT NULL,
 		transferred, deleted FROM issues WHERE repository_id = $1 AND number = ANY($2)`, repositoryID, numbers)
 	if err != nil {
-		return nil, fmt.Errorf("check.Issues: %w", err)
+		return nil, fmt.Errorf("checkstore.Issues: %w", err)
 	}
 	out := map[int]Issue{}
 	for rows.Next() {
 		var i Issue
 		if err := rows.Scan(&i.Number, &i.State, &i.IsPullRequest, &i.Visibility, &i.Title, &i.Body, &i.Read, &i.Transferred,
 			&i.Deleted); err != nil {
-			return nil, fmt.Errorf("check.Issues: %w", err)
+			return nil, fmt.Errorf("checkstore.Issues: %w", err)
 		}
 		out[i.Number] = i
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("check.Issues: %w", err)
+		return nil, fmt.Errorf("checkstore.Issues: %w", err)
 	}
 	return out, nil
 }
@@ -80,8 +86,8 @@ const (
 // repository's visibility at that read. A transferred or deleted row is
 // left as it is: its text never comes back.
 func StoreRead(ctx context.Context, tx pgx.Tx, repositoryID string, i Issue) error {
-	if i.Number <= 0 || (i.State != "open" && i.State != "closed") || visibility(i.Visibility) == acceptance.VisibilityUnknown {
-		return fmt.Errorf("check.StoreRead %d: invalid issue (state %q, visibility %q)", i.Number, i.State, i.Visibility)
+	if i.Number <= 0 || (i.State != "open" && i.State != "closed") || Visibility(i.Visibility) == acceptance.VisibilityUnknown {
+		return fmt.Errorf("checkstore.StoreRead %d: invalid issue (state %q, visibility %q)", i.Number, i.State, i.Visibility)
 	}
 	_, err := tx.Exec(ctx, `INSERT INTO issues (tenant_id, repository_id, number, state, is_pull_request, visibility, title, body, read_at)
 		VALUES (quavon_current_tenant(), $1, $2, $3, $4, $5, $6, $7, now())
@@ -91,7 +97,7 @@ func StoreRead(ctx context.Context, tx pgx.Tx, repositoryID string, i Issue) err
 		WHERE NOT issues.transferred AND NOT issues.deleted`,
 		repositoryID, i.Number, i.State, i.IsPullRequest, i.Visibility, capText(i.Title, MaxTitleBytes), capText(i.Body, MaxBodyBytes))
 	if err != nil {
-		return fmt.Errorf("check.StoreRead %d: %w", i.Number, err)
+		return fmt.Errorf("checkstore.StoreRead %d: %w", i.Number, err)
 	}
 	return nil
 }
@@ -115,7 +121,7 @@ const (
 // transfer or a deletion clears it and marks the row.
 func Observe(ctx context.Context, tx pgx.Tx, repositoryID string, number int, state string, isPR bool, ev Event) error {
 	if number <= 0 {
-		return fmt.Errorf("check.Observe: invalid number %d", number)
+		return fmt.Errorf("checkstore.Observe: invalid number %d", number)
 	}
 	if state != "open" && state != "closed" {
 		state = "open"
@@ -129,7 +135,7 @@ func Observe(ctx context.Context, tx pgx.Tx, repositoryID string, number int, st
 			title = '', body = '', read_at = NULL, visibility = NULL, updated_at = now()`,
 		repositoryID, number, state, isPR, transferred, deleted)
 	if err != nil {
-		return fmt.Errorf("check.Observe %d: %w", number, err)
+		return fmt.Errorf("checkstore.Observe %d: %w", number, err)
 	}
 	return nil
 }
@@ -194,7 +200,7 @@ func Get(ctx context.Context, tx pgx.Tx, repositoryID string, pr int, head strin
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("check.Get %d %.12s: %w", pr, head, err)
+		return nil, fmt.Errorf("checkstore.Get %d %.12s: %w", pr, head, err)
 	}
 	return s, nil
 }
@@ -202,7 +208,7 @@ func Get(ctx context.Context, tx pgx.Tx, repositoryID string, pr int, head strin
 // Insert stores s unless the head has a check already; it returns the
 // head's check (s, or the one stored first).
 func Insert(ctx context.Context, tx pgx.Tx, s Stored) (*Stored, error) {
-	op := fmt.Sprintf("check.Insert %d %.12s", s.PRNumber, s.HeadSHA)
+	op := fmt.Sprintf("checkstore.Insert %d %.12s", s.PRNumber, s.HeadSHA)
 	if s.Links == nil {
 		s.Links = []LinkRecord{}
 	}
