@@ -429,3 +429,30 @@ func TestCommitDeliveryBanner(t *testing.T) {
 		t.Fatalf("approve: %d", code)
 	}
 }
+
+// The publish job commits with the decision or not at all: an approval
+// whose run can no longer move (here the run expired behind the page while
+// its output still awaits approval) is refused and leaves no job.
+func TestRefusedApprovalQueuesNoPublication(t *testing.T) {
+	f := webtest.New(t, webtest.Options{})
+	f.AddUser(t, "alice", "write", repos.RoleReview)
+	c := f.Client(t)
+	body(t, f.SignIn(t, c, "alice", "/repos"))
+	changes, base := webtest.FixPatch(1, 3, "y")
+	fr := f.NewFixRun(t, 13, changes, base, time.Now().Add(time.Hour))
+	form := decisionForm(t, body(t, mustGet(t, c, f.URL+"/fixes/"+fr.ID)))
+	form.Set("decision", "approve")
+	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := fix.Transition(ctx, tx, fr.ID, fix.StatusExpired, fix.Why{Reason: fix.ReasonApprovalExpired})
+		return err
+	})
+	if code, page := postDecision(t, c, f, fr.ID, form); code != http.StatusConflict {
+		t.Fatalf("approval of a run that moved: %d %s", code, page)
+	}
+	if rs, os := state(t, f, fr); rs != fix.StatusExpired || os != publish.OutputAwaitingApproval {
+		t.Fatalf("a refused approval changed state: %s %s", rs, os)
+	}
+	if n := publishJobs(t, f, fr.OutputID); n != 0 {
+		t.Fatalf("a refused approval left %d publish jobs", n)
+	}
+}
