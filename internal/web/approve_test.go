@@ -16,6 +16,7 @@ import (
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/publish"
+	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/repos"
 	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/web/webtest"
@@ -60,6 +61,17 @@ func auditCount(t *testing.T, f *webtest.Fixture, action string) int {
 	var n int
 	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `SELECT count(*) FROM audit_log WHERE action = $1`, action).Scan(&n)
+	})
+	return n
+}
+
+// publishJobs counts the publish jobs queued for one output.
+func publishJobs(t *testing.T, f *webtest.Fixture, outputID string) int {
+	t.Helper()
+	var n int
+	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
+		return tx.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = $1 AND queue = $2 AND args->>'output' = $3`,
+			publish.JobKind, queues.Publish, outputID).Scan(&n)
 	})
 	return n
 }
@@ -117,6 +129,9 @@ func TestApproveTheExactPatch(t *testing.T) {
 	if rs, os := state(t, f, fr); rs != fix.StatusAwaitingApproval || os != publish.OutputAwaitingApproval {
 		t.Fatalf("a refused decision changed state: %s %s", rs, os)
 	}
+	if n := publishJobs(t, f, fr.OutputID); n != 0 {
+		t.Fatalf("a stale binding queued %d publish jobs", n)
+	}
 
 	form.Set("decision", "approve")
 	if code, page := postDecision(t, c, f, fr.ID, form); code != http.StatusSeeOther {
@@ -128,6 +143,10 @@ func TestApproveTheExactPatch(t *testing.T) {
 	if n := auditCount(t, f, "fix_run.approve"); n != 1 {
 		t.Fatalf("approval audit entries: %d", n)
 	}
+	// The approval queued the output's publication with it.
+	if n := publishJobs(t, f, fr.OutputID); n != 1 {
+		t.Fatalf("publish jobs after the approval: %d, want 1", n)
+	}
 	var meta string
 	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
 		return tx.QueryRow(ctx, `SELECT metadata::text FROM audit_log WHERE action = 'fix_run.approve'`).Scan(&meta)
@@ -137,9 +156,12 @@ func TestApproveTheExactPatch(t *testing.T) {
 			t.Errorf("the audit entry lacks %s: %s", want, meta)
 		}
 	}
-	// A second decision on the same output is refused.
+	// A second decision on the same output is refused and queues nothing.
 	if code, _ := postDecision(t, c, f, fr.ID, form); code != http.StatusConflict {
 		t.Fatalf("second decision: %d", code)
+	}
+	if n := publishJobs(t, f, fr.OutputID); n != 1 {
+		t.Fatalf("publish jobs after a refused second decision: %d, want 1", n)
 	}
 }
 
@@ -241,6 +263,9 @@ func TestRejectAndExpiry(t *testing.T) {
 	if rs, os := state(t, f, fr); rs != fix.StatusRejected || os != publish.OutputRejected || auditCount(t, f, "fix_run.reject") != 1 {
 		t.Fatalf("after rejection: %s %s", rs, os)
 	}
+	if n := publishJobs(t, f, fr.OutputID); n != 0 {
+		t.Fatalf("a rejection queued %d publish jobs", n)
+	}
 
 	late := f.NewFixRun(t, 11, changes, base, time.Now().Add(time.Hour))
 	form = decisionForm(t, body(t, mustGet(t, c, f.URL+"/fixes/"+late.ID)))
@@ -252,6 +277,9 @@ func TestRejectAndExpiry(t *testing.T) {
 	}
 	if rs, os := state(t, f, late); rs != fix.StatusExpired || os != publish.OutputExpired {
 		t.Fatalf("after a late approval: %s %s", rs, os)
+	}
+	if n := publishJobs(t, f, late.OutputID); n != 0 {
+		t.Fatalf("an expired approval queued %d publish jobs", n)
 	}
 }
 
@@ -399,5 +427,32 @@ func TestCommitDeliveryBanner(t *testing.T) {
 	form.Set("head_sha", head)
 	if code, _ := postDecision(t, c, f, runID, form); code != http.StatusSeeOther {
 		t.Fatalf("approve: %d", code)
+	}
+}
+
+// The publish job commits with the decision or not at all: an approval
+// whose run can no longer move (here the run expired behind the page while
+// its output still awaits approval) is refused and leaves no job.
+func TestRefusedApprovalQueuesNoPublication(t *testing.T) {
+	f := webtest.New(t, webtest.Options{})
+	f.AddUser(t, "alice", "write", repos.RoleReview)
+	c := f.Client(t)
+	body(t, f.SignIn(t, c, "alice", "/repos"))
+	changes, base := webtest.FixPatch(1, 3, "y")
+	fr := f.NewFixRun(t, 13, changes, base, time.Now().Add(time.Hour))
+	form := decisionForm(t, body(t, mustGet(t, c, f.URL+"/fixes/"+fr.ID)))
+	form.Set("decision", "approve")
+	f.InTenant(t, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := fix.Transition(ctx, tx, fr.ID, fix.StatusExpired, fix.Why{Reason: fix.ReasonApprovalExpired})
+		return err
+	})
+	if code, page := postDecision(t, c, f, fr.ID, form); code != http.StatusConflict {
+		t.Fatalf("approval of a run that moved: %d %s", code, page)
+	}
+	if rs, os := state(t, f, fr); rs != fix.StatusExpired || os != publish.OutputAwaitingApproval {
+		t.Fatalf("a refused approval changed state: %s %s", rs, os)
+	}
+	if n := publishJobs(t, f, fr.OutputID); n != 0 {
+		t.Fatalf("a refused approval left %d publish jobs", n)
 	}
 }

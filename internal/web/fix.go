@@ -165,8 +165,8 @@ const ReasonRejected = "rejected_by_maintainer"
 // the output's payload hash and its bound hashes as the page showed them;
 // any difference from what is stored, a policy that no longer hashes to
 // the bound one, a closed window or a missing role or live permission
-// refuses the decision. The decision, the run's move and the audit entry
-// commit together.
+// refuses the decision. The decision, the publish job of an approved
+// output, the run's move and the audit entry commit together.
 func (s *Server) fixDecision(w http.ResponseWriter, r *http.Request, sess *Session) error {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -246,6 +246,13 @@ func (s *Server) fixDecision(w http.ResponseWriter, r *http.Request, sess *Sessi
 			return userErr(errConflict, "This patch was already decided (or is no longer awaiting approval).")
 		case err != nil:
 			return err
+		}
+		if approve {
+			// The publication is queued with the approval: the publisher
+			// starts at once instead of at its next sweep.
+			if _, err := s.jobs.InsertTx(ctx, tx, publish.Job{Tenant: sess.Tenant, OutputID: out.ID}, nil); err != nil {
+				return fmt.Errorf("queue the publication of output %s: %w", out.ID, err)
+			}
 		}
 		to, why := fix.StatusApproved, fix.Why{}
 		action := "fix_run.approve"

@@ -237,6 +237,8 @@ type reviewView struct {
 	Tools     []toolStatus
 	// Parts: the model review, the scanners and the acceptance check.
 	LLM, SAST, Acceptance string
+	// AC is the acceptance-criteria check of the run's head.
+	AC acView
 }
 
 type toolStatus struct{ Tool, Status string }
@@ -298,7 +300,8 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request, sess *Sessio
 		for _, t := range sortedKeys(run.SASTTools) {
 			v.Tools = append(v.Tools, toolStatus{t, run.SASTTools[t]})
 		}
-		return nil
+		v.AC, err = loadAcceptance(ctx, tx, run)
+		return err
 	})
 	if err != nil {
 		return err

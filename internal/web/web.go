@@ -14,6 +14,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+
 	"github.com/quavon/quavon/internal/postgres"
 )
 
@@ -52,6 +56,13 @@ type Config struct {
 	SessionIdle, SessionAbsolute time.Duration
 }
 
+// Jobs inserts a River job in the caller's transaction (quavon-api's
+// insert-only *river.Client[pgx.Tx]): an approval queues its publication
+// in the transaction that records it.
+type Jobs interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
 // Permissions answers a code-host identity's live permission on a
 // repository (admin, maintain, write, triage, read or none), through the
 // review app's read-only installation token.
@@ -64,6 +75,7 @@ type Server struct {
 	cfg    Config
 	db     *postgres.DB
 	perms  Permissions
+	jobs   Jobs
 	log    *slog.Logger
 	now    func() time.Time
 	pages  map[string]*template.Template
@@ -85,7 +97,7 @@ func WithoutDiffCache() Option { return func(s *Server) { s.diffs = nil } }
 func WithHTTPClient(c *http.Client) Option { return func(s *Server) { s.http = c } }
 
 // New validates cfg and builds the dashboard.
-func New(cfg Config, db *postgres.DB, perms Permissions, log *slog.Logger, opts ...Option) (*Server, error) {
+func New(cfg Config, db *postgres.DB, perms Permissions, jobs Jobs, log *slog.Logger, opts ...Option) (*Server, error) {
 	if cfg.Host == "" {
 		cfg.Host = DefaultHost
 	}
@@ -100,8 +112,8 @@ func New(cfg Config, db *postgres.DB, perms Permissions, log *slog.Logger, opts 
 		return nil, errors.New("web.New: the review app's OAuth client id and secret are required")
 	case cfg.SessionIdle > cfg.SessionAbsolute:
 		return nil, errors.New("web.New: the idle expiry is longer than the absolute one")
-	case db == nil || perms == nil:
-		return nil, errors.New("web.New: a database and a permission source are required")
+	case db == nil || perms == nil || jobs == nil:
+		return nil, errors.New("web.New: a database, a permission source and a job inserter are required")
 	}
 	for name, v := range map[string]string{"GitHub URL": cfg.GitHubURL, "GitHub API URL": cfg.GitHubAPIURL, "public URL": cfg.PublicURL} {
 		u, err := url.Parse(v)
@@ -118,7 +130,7 @@ func New(cfg Config, db *postgres.DB, perms Permissions, log *slog.Logger, opts 
 	if cfg.InsecureCookies {
 		log.Warn("dashboard cookies without Secure and the __Host- prefix: development only")
 	}
-	s := &Server{cfg: cfg, db: db, perms: perms, log: log, now: time.Now, http: &http.Client{Timeout: 20 * time.Second},
+	s := &Server{cfg: cfg, db: db, perms: perms, jobs: jobs, log: log, now: time.Now, http: &http.Client{Timeout: 20 * time.Second},
 		diffs: newDiffCache(maxCachedDiffs)}
 	for _, o := range opts {
 		o(s)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/quavon/quavon/internal/acceptance"
+	"github.com/quavon/quavon/internal/acceptance/checkstore"
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/postgres"
@@ -24,16 +25,16 @@ type Reader interface {
 	ClosingIssueReferences(ctx context.Context, prNumber int) ([]int, error)
 }
 
-// Reasons a check ends without a verdict from the judge.
+// Reasons a check ends without a verdict from the judge (see checkstore).
 const (
-	ReasonNoLink      = "no_link"
-	ReasonNotUsable   = "no_usable_issue"
-	ReasonTransferred = "transferred"
-	ReasonNoCriteria  = "no_criteria"
-	ReasonNoModel     = "no_model"
-	ReasonBudget      = "budget_exceeded"
-	ReasonModelError  = "model_error"
-	ReasonBadAnswer   = "invalid_answer"
+	ReasonNoLink      = checkstore.ReasonNoLink
+	ReasonNotUsable   = checkstore.ReasonNotUsable
+	ReasonTransferred = checkstore.ReasonTransferred
+	ReasonNoCriteria  = checkstore.ReasonNoCriteria
+	ReasonNoModel     = checkstore.ReasonNoModel
+	ReasonBudget      = checkstore.ReasonBudget
+	ReasonModelError  = checkstore.ReasonModelError
+	ReasonBadAnswer   = checkstore.ReasonBadAnswer
 )
 
 // Input is the acceptance check of one review run.
@@ -139,7 +140,7 @@ func decide(ctx context.Context, db *postgres.DB, in Input, log *slog.Logger) (*
 	for _, i := range issues {
 		rows = append(rows, i.Row(repo.ID))
 	}
-	decisions := acceptance.Admit(repo.ID, visibility(repo.Visibility), links.Issues, rows)
+	decisions := acceptance.Admit(repo.ID, checkstore.Visibility(repo.Visibility), links.Issues, rows)
 	transferred := false
 	for k, d := range decisions {
 		s.Links = append(s.Links, LinkRecord{Number: d.Number, Sources: links.Issues[k].Sources, Usable: d.Usable, Refusal: d.Refusal})

@@ -95,7 +95,7 @@ func New(ctx context.Context, cfg config.APIConfig, log *slog.Logger) (*Service,
 		db.Close()
 		return nil, err
 	}
-	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs, FixerCommands: fixer, Metrics: recorder}).Handler(), cfg, db, log)
+	handler, err := routes((&httpapi.Server{DB: db, Log: log, WebhookSecrets: secrets, Jobs: jobs, FixerCommands: fixer, Metrics: recorder}).Handler(), cfg, db, jobs, log)
 	if err != nil {
 		ln.Close()
 		if ms != nil {
@@ -159,7 +159,7 @@ func (s *Service) Close() { s.db.Close() }
 
 // routes puts the JSON API under /api/, /webhooks/ and /healthz and the
 // dashboard (when configured) everywhere else.
-func routes(api http.Handler, cfg config.APIConfig, db *postgres.DB, log *slog.Logger) (http.Handler, error) {
+func routes(api http.Handler, cfg config.APIConfig, db *postgres.DB, jobs web.Jobs, log *slog.Logger) (http.Handler, error) {
 	if cfg.Web.PublicURL == "" {
 		return api, nil
 	}
@@ -181,7 +181,7 @@ func routes(api http.Handler, cfg config.APIConfig, db *postgres.DB, log *slog.L
 	}
 	dash, err := web.New(web.Config{GitHubURL: cfg.Web.GitHubURL, GitHubAPIURL: cfg.GitHub.APIURL, ClientID: cfg.Web.ClientID,
 		ClientSecret: string(secret), PublicURL: cfg.Web.PublicURL, InsecureCookies: cfg.Web.InsecureCookies,
-		SessionIdle: cfg.Web.SessionIdle, SessionAbsolute: cfg.Web.SessionAbsolute}, db, web.GitHubPermissions{Conn: conn}, log)
+		SessionIdle: cfg.Web.SessionIdle, SessionAbsolute: cfg.Web.SessionAbsolute}, db, web.GitHubPermissions{Conn: conn}, jobs, log)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/github"
@@ -46,6 +48,7 @@ type Fixture struct {
 
 	cfg   web.Config
 	perms web.Permissions
+	jobs  *river.Client[pgx.Tx]
 
 	mu     sync.Mutex
 	offset time.Duration
@@ -97,6 +100,11 @@ func New(tb testing.TB, opt Options) *Fixture {
 	f.cfg = web.Config{GitHubURL: f.GH.URL, GitHubAPIURL: f.GH.URL + "/", ClientID: f.App.ClientID,
 		ClientSecret: f.App.ClientSecret, PublicURL: f.URL, SessionIdle: opt.SessionIdle, SessionAbsolute: opt.SessionAbsolute}
 	f.perms = web.GitHubPermissions{Conn: conn}
+	// Insert-only, as quavon-api's client is.
+	var err error
+	if f.jobs, err = river.NewClient(riverpgxv5.New(f.CP.App.Pool), &river.Config{}); err != nil {
+		tb.Fatal(err)
+	}
 	f.Web = f.NewServer(tb)
 	handler = f.Web.Handler()
 	return f
@@ -106,7 +114,7 @@ func New(tb testing.TB, opt Options) *Fixture {
 // and clock (the benchmark's uncached one, say).
 func (f *Fixture) NewServer(tb testing.TB, opts ...web.Option) *web.Server {
 	tb.Helper()
-	w, err := web.New(f.cfg, f.CP.App, f.perms, nil, append([]web.Option{web.WithClock(f.Now)}, opts...)...)
+	w, err := web.New(f.cfg, f.CP.App, f.perms, f.jobs, nil, append([]web.Option{web.WithClock(f.Now)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}

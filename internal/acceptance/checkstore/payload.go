@@ -1,8 +1,20 @@
-package check
+package checkstore
 
 import (
 	"github.com/quavon/quavon/internal/acceptance"
 	"github.com/quavon/quavon/internal/review"
+)
+
+// Reasons a check ends without a verdict from the judge.
+const (
+	ReasonNoLink      = "no_link"
+	ReasonNotUsable   = "no_usable_issue"
+	ReasonTransferred = "transferred"
+	ReasonNoCriteria  = "no_criteria"
+	ReasonNoModel     = "no_model"
+	ReasonBudget      = "budget_exceeded"
+	ReasonModelError  = "model_error"
+	ReasonBadAnswer   = "invalid_answer"
 )
 
 // noteText says in Quavon's words why a verdict is unclear.
