@@ -47,6 +47,7 @@ import (
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/sandbox"
 )
@@ -294,8 +295,17 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		now = w.Deps.Now
 	}
 	log.Info("fix run starting", slog.String("base", tip), slog.Int("files", len(tree.Entries)))
+	verdicts, err := eff.VerdictsSHA256()
+	if err != nil {
+		return err
+	}
 	ended, err := fixrun.Execute(ctx, w.DB, fixrun.Run{Tenant: tenant, ID: run.ID, Base: fix.Base{SHA: tip, Ref: ghRepo.DefaultBranch},
-		Private: ghRepo.Private || ghRepo.Visibility == "internal", Agent: cfg, Budget: budget, ApprovalTTL: w.Deps.ApprovalTTL, Now: now})
+		PolicySHA256: verdicts,
+		Private:      ghRepo.Private || ghRepo.Visibility == "internal", Agent: cfg, Budget: budget, ApprovalTTL: w.Deps.ApprovalTTL, Now: now,
+		QueuePublish: func(ctx context.Context, tx pgx.Tx, outputID string) error {
+			_, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, publish.Job{Tenant: tenant, OutputID: outputID}, nil)
+			return err
+		}})
 	if err != nil {
 		// fixrun ended the run failed when the agent itself failed; a run
 		// left running is failed as interrupted by the retry.

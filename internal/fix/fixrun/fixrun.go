@@ -56,6 +56,10 @@ type Run struct {
 	// ApprovalTTL: zero means DefaultApprovalTTL.
 	ApprovalTTL time.Duration
 	Now         func() time.Time
+	// QueuePublish, when set, inserts a ready output's publish job in the
+	// transaction that stores it (auto mode), so publication does not wait
+	// for the publisher's sweep.
+	QueuePublish func(ctx context.Context, tx pgx.Tx, outputID string) error
 }
 
 // FixPRPayload is the payload of a fix_pr output (publish.FixPRPayload):
@@ -161,8 +165,11 @@ func Execute(ctx context.Context, db *postgres.DB, r Run) (*fix.Run, error) {
 		if err != nil {
 			return err
 		}
-		_, err = publish.CreateOutput(ctx, tx, out)
-		return err
+		o, err := publish.CreateOutput(ctx, tx, out)
+		if err != nil || out.Status != publish.OutputReady || r.QueuePublish == nil {
+			return err
+		}
+		return r.QueuePublish(ctx, tx, o.ID)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("fixrun.Execute %s: %w", r.ID, errors.Join(err, stepErr))

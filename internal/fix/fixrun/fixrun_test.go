@@ -61,6 +61,11 @@ func (w *world) queued(t *testing.T, number int, mode fix.Mode) string {
 
 func (w *world) run(t *testing.T, id string, private bool, script llm.Script) *fix.Run {
 	t.Helper()
+	return w.runQueued(t, id, private, script, nil)
+}
+
+func (w *world) runQueued(t *testing.T, id string, private bool, script llm.Script, queue func(context.Context, pgx.Tx, string) error) *fix.Run {
+	t.Helper()
 	scanner, err := leaks.NewScanner()
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +81,7 @@ func (w *world) run(t *testing.T, id string, private bool, script llm.Script) *f
 		Limits: fixagent.Limits{MaxSteps: 10, MaxSandboxRuns: 2, WallClock: time.Minute, MaxFiles: 5, MaxChangedLines: 50},
 		Issue:  fixagent.Issue{Title: "Add subtracts", Body: "fix it"}}
 	r, err := fixrun.Execute(context.Background(), w.cp.App, fixrun.Run{Tenant: w.s.Tenant, ID: id,
-		Base: fix.Base{SHA: baseSHA, Ref: "main"}, Private: private, Agent: cfg, Budget: budget, Now: time.Now})
+		Base: fix.Base{SHA: baseSHA, Ref: "main"}, Private: private, Agent: cfg, Budget: budget, Now: time.Now, QueuePublish: queue})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +147,31 @@ func TestExecute(t *testing.T) {
 		t.Errorf("test results %+v, steps %d", got.TestResults, got.Steps)
 	}
 
-	// Auto on a private repository: publishing, the output ready.
+	// Auto on a private repository: publishing, the output ready and its
+	// publish job queued in the same transaction; an output awaiting
+	// approval queues nothing.
+	var queued []string
+	queue := func(ctx context.Context, tx pgx.Tx, outputID string) error {
+		queued = append(queued, outputID)
+		return nil
+	}
 	id = w.queued(t, 2, fix.ModeAuto)
-	if r := w.run(t, id, true, fixScript); r.Status != fix.StatusPublishing {
+	if r := w.runQueued(t, id, true, fixScript, queue); r.Status != fix.StatusPublishing {
 		t.Errorf("auto, private: %s", r.Status)
+	}
+	w.in(t, func(tx pgx.Tx) error {
+		outs, err := publish.OutputsOfRun(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		if len(outs) != 1 || outs[0].Status != publish.OutputReady || len(queued) != 1 || queued[0] != outs[0].ID {
+			t.Errorf("auto: outputs %+v, queued %v", outs, queued)
+		}
+		return nil
+	})
+	queued = nil
+	if r := w.runQueued(t, w.queued(t, 60, fix.ModeApproval), true, fixScript, queue); r.Status != fix.StatusAwaitingApproval || len(queued) != 0 {
+		t.Errorf("approval: %s, queued %v", r.Status, queued)
 	}
 	// Auto seen on a public repository: approval all the same.
 	id = w.queued(t, 3, fix.ModeAuto)
