@@ -127,15 +127,8 @@ func (p *Publisher) publishFix(ctx context.Context, tenant postgres.TenantID, ou
 			return err
 		}
 		f.out = o
-		switch {
-		case o.Status == publish.OutputPublished:
-			res, done = Result{Outcome: OutcomeAlready}, true
-			return nil
-		case o.Status.Terminal():
-			res, done = Result{Outcome: OutcomeAlready, Reason: o.Reason}, true
-			return nil
-		case o.Status != publish.OutputReady && o.Status != publish.OutputApproved:
-			res, done = Result{Outcome: OutcomeNotReady}, true
+		if r, ok := settled(o); ok {
+			res, done = r, true
 			return nil
 		}
 		in, _, err := publish.EnsureIntent(ctx, tx, o.ID)

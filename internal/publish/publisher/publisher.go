@@ -183,14 +183,9 @@ func (p *Publisher) Publish(ctx context.Context, tenant postgres.TenantID, outpu
 		case o.Kind == publish.KindFixPR || o.Kind == publish.KindFixCommit:
 			res, done = Result{Outcome: OutcomeNotHandled, Reason: ReasonFixNotHandled}, true
 			return nil
-		case o.Status == publish.OutputPublished:
-			res, done = Result{Outcome: OutcomeAlready}, true
-			return nil
-		case o.Status.Terminal():
-			res, done = Result{Outcome: OutcomeAlready, Reason: o.Reason}, true
-			return nil
-		case o.Status != publish.OutputReady && o.Status != publish.OutputApproved:
-			res, done = Result{Outcome: OutcomeNotReady}, true
+		}
+		if r, ok := settled(o); ok {
+			res, done = r, true
 			return nil
 		}
 		in, _, err := publish.EnsureIntent(ctx, tx, o.ID)
@@ -470,3 +465,17 @@ func (p *Publisher) record(ctx context.Context, tx pgx.Tx, f facts, intentID, ex
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// settled answers an output that needs no write: published already, ended,
+// or not ready (nor approved) yet.
+func settled(o *publish.Output) (Result, bool) {
+	switch {
+	case o.Status == publish.OutputPublished:
+		return Result{Outcome: OutcomeAlready}, true
+	case o.Status.Terminal():
+		return Result{Outcome: OutcomeAlready, Reason: o.Reason}, true
+	case o.Status != publish.OutputReady && o.Status != publish.OutputApproved:
+		return Result{Outcome: OutcomeNotReady}, true
+	}
+	return Result{}, false
+}
