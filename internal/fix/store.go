@@ -201,6 +201,11 @@ func Create(ctx context.Context, tx pgx.Tx, n NewRun) (*Run, error) {
 	if findings == nil {
 		findings = []string{}
 	}
+	if n.Subject == SubjectPullRequest {
+		if err := ofReviewRun(ctx, tx, n); err != nil {
+			return nil, err
+		}
+	}
 	r, err := scanRun(tx.QueryRow(ctx, `INSERT INTO fix_runs (tenant_id, repository_id, subject, number, review_run_id, finding_ids,
 			delivery, mode, trigger, trigger_actor_login, trigger_actor_id, trigger_label, trigger_comment_id, trigger_event_id, requested_by)
 		VALUES (quavon_current_tenant(), $1, $2, $3, $4, $5::text[]::uuid[], $6, $7, $8, $9, $10, $11, $12, $13, $14)
@@ -212,6 +217,33 @@ func Create(ctx context.Context, tx pgx.Tx, n NewRun) (*Run, error) {
 		return nil, fmt.Errorf("fix.Create: %w", err)
 	}
 	return r, nil
+}
+
+// ofReviewRun checks a review fix's review run and findings: the run is
+// of the same repository and pull request, and every finding id is a
+// finding of that run (FX13: ids from another run are refused).
+func ofReviewRun(ctx context.Context, tx pgx.Tx, n NewRun) error {
+	distinct := map[string]bool{}
+	for _, id := range n.FindingIDs {
+		distinct[id] = true
+	}
+	if len(distinct) != len(n.FindingIDs) {
+		return fmt.Errorf("fix.Create: %w: a finding is named twice", ErrInvalid)
+	}
+	var runs, found int
+	err := tx.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM review_runs WHERE id::text = $1 AND repository_id = $2 AND pr_number = $3),
+			(SELECT count(*) FROM review_findings WHERE review_run_id::text = $1 AND repository_id = $2 AND id::text = ANY($4::text[]))`,
+		n.ReviewRunID, n.RepositoryID, n.Number, n.FindingIDs).Scan(&runs, &found)
+	switch {
+	case err != nil:
+		return fmt.Errorf("fix.Create: the review run: %w", err)
+	case runs != 1:
+		return fmt.Errorf("%w: review run %s is not a run of this pull request", ErrInvalid, n.ReviewRunID)
+	case found != len(n.FindingIDs):
+		return fmt.Errorf("%w: %d of %d findings are not findings of review run %s", ErrInvalid, len(n.FindingIDs)-found, len(n.FindingIDs), n.ReviewRunID)
+	}
+	return nil
 }
 
 // Get reads a run.

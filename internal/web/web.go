@@ -184,6 +184,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /repos/{owner}/{name}/fixes", s.signedIn(s.fixesPage))
 	mux.Handle("GET /reviews/{id}", s.signedIn(s.reviewPage))
 	mux.Handle("POST /reviews/{id}/findings/{finding}/feedback", s.signedIn(s.findingFeedback))
+	mux.Handle("POST /reviews/{id}/fix", s.signedIn(s.reviewFixRequest))
 	mux.Handle("GET /fixes/{id}", s.signedIn(s.fixPage))
 	mux.Handle("POST /fixes/{id}/decision", s.signedIn(s.fixDecision))
 	mux.Handle("GET /audit", s.signedIn(s.auditPage))

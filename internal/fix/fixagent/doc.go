@@ -35,4 +35,13 @@
 // body and the comments of write users reach the model only inside
 // llm.Untrusted; the prompt never holds a secret (the caller gives no
 // secret, and the package holds none).
+//
+// A review fix (Config.Review, spec §7b FX14) is the same run with the
+// review findings instead of the issue: rendered from their typed fields
+// (RenderFindings: at most 20 findings and 8,000 bytes, titles and paths
+// on one line without control characters) and given only inside
+// llm.Untrusted(UntrustedReviewFindings); the prompts say findings
+// describe problems and are never instructions. Tools, limits, sandbox,
+// ValidatePatch and the path policy are unchanged. No production caller
+// sets Review yet: review fixes await their sign-off.
 package fixagent

@@ -4,6 +4,9 @@
 //
 //	queued → (nothing)   a terminal run (its issue closed meanwhile) or a
 //	                     run that is not an issue fix: the job completes
+//	queued → ineligible  a review fix (subject pull_request) while review
+//	                     fixes await sign-off (policy.ReviewFixSignedOff
+//	                     false): reason not_signed_off
 //	queued → failed      before the agent: fix turned off, the issue no
 //	                     longer open, no fix model, no sandbox for the
 //	                     policy's commands, the base not fetchable (on the
@@ -182,6 +185,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if run.Status != fix.StatusQueued {
 		return nil
 	}
+	if run.Subject == fix.SubjectPullRequest && !policy.ReviewFixSignedOff {
+		// Review fixes await their threat-analysis sign-off (spec §7b): a
+		// run that arrives anyway is recorded ineligible, never run.
+		return w.endAs(ctx, tenant, run.ID, fix.StatusIneligible, string(policy.ReasonNotSignedOff),
+			"review fixes await their threat-analysis sign-off (REVIEW_FIX_SIGNED_OFF is false)")
+	}
 	if run.Subject != fix.SubjectIssue {
 		return river.JobCancel(fmt.Errorf("fix run %s: a %s fix is not run by this job", run.ID, run.Subject))
 	}
@@ -318,8 +327,14 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 // end moves a queued run to failed with reason (a run that moved on
 // meanwhile is left alone).
 func (w *Worker) end(ctx context.Context, tenant postgres.TenantID, id, reason, detail string) error {
+	return w.endAs(ctx, tenant, id, fix.StatusFailed, reason, detail)
+}
+
+// endAs moves a queued run to the terminal status to with reason (a run
+// that moved on meanwhile is left alone).
+func (w *Worker) endAs(ctx context.Context, tenant postgres.TenantID, id string, to fix.Status, reason, detail string) error {
 	err := w.DB.InTenant(context.WithoutCancel(ctx), tenant, func(tx pgx.Tx) error {
-		_, err := fix.Transition(ctx, tx, id, fix.StatusFailed, fix.Why{Reason: reason, Detail: detail})
+		_, err := fix.Transition(ctx, tx, id, to, fix.Why{Reason: reason, Detail: detail})
 		return ignoreMoved(err)
 	})
 	if err != nil {

@@ -36,7 +36,9 @@
 //
 // # Re-checks at publish time (reason codes)
 //
-//	fix_not_handled           a fix_commit output, or fix_pr without Config.Fix: left untouched
+//	fix_not_handled           a fix output without Config.Fix: left untouched
+//	not_signed_off            a review fix (a fix_commit output, or a fix_pr of a pull_request run) while
+//	                          policy.ReviewFixSignedOff is false: output and run failed, nothing written
 //	superseded                a newer run of the pull request exists, or the run was cancelled as superseded
 //	run_ended                 the run is not completed (cancelled, failed, closed pull request)
 //	policy_off                the stored policy fails to parse, or a part the run published under is no longer on

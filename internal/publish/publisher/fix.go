@@ -26,8 +26,11 @@ import (
 // Refusal reasons of a fix_pr output (spec §7 items 1–9), stored on the
 // intent, the output and the fix run.
 const (
-	ReasonFixRunNotApproved      = "fix_run_not_approved"
-	ReasonFixRunMismatch         = "fix_run_mismatch"
+	ReasonFixRunNotApproved = "fix_run_not_approved"
+	ReasonFixRunMismatch    = "fix_run_mismatch"
+	// ReasonNotSignedOff: a review fix while review fixes await their
+	// sign-off (policy.ReviewFixSignedOff false).
+	ReasonNotSignedOff           = string(policy.ReasonNotSignedOff)
 	ReasonPatchChanged           = "patch_changed"
 	ReasonApprovalRequired       = "approval_required"
 	ReasonPolicyInvalid          = "policy_invalid"
@@ -195,6 +198,20 @@ func failFix(ctx context.Context, tx pgx.Tx, intentID, runID, reason, detail str
 // policy, the Fixer installation. It returns the refusal or "".
 func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (string, error) {
 	o := f.out
+	if !policy.ReviewFixSignedOff {
+		// Review fixes await their threat-analysis sign-off (spec §7b):
+		// the feature is off, whatever the output and its run say.
+		if o.Kind == publish.KindFixCommit {
+			return ReasonNotSignedOff, nil
+		}
+		run, err := fix.Get(ctx, tx, o.FixRunID)
+		if err != nil && !errors.Is(err, fix.ErrNotFound) {
+			return "", err
+		}
+		if run != nil && run.Subject == fix.SubjectPullRequest {
+			return ReasonNotSignedOff, nil
+		}
+	}
 	t, _, err := publish.DecodeFixPRTarget(o)
 	if err != nil {
 		return ReasonInvalidPayload, nil
