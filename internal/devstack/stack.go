@@ -486,8 +486,8 @@ func (st *Stack) FixRunState(ctx context.Context, n int, wait time.Duration) (st
 			}
 		}
 		if time.Now().After(deadline) {
-			if strings.HasPrefix(last, "queued") {
-				last += ": admitted, not run within " + wait.String() + " (the worker job that runs admitted fix runs is not built on this branch yet)"
+			if strings.HasPrefix(last, "queued") || strings.HasPrefix(last, "running") {
+				last += ": not finished within " + wait.String() + " (see the worker's log)"
 			}
 			return last, nil
 		}

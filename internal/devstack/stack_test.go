@@ -153,7 +153,7 @@ func TestDemoScenario(t *testing.T) {
 	if !strings.Contains(out.String(), `"number":2`) {
 		t.Fatalf("issue: %s", out.String())
 	}
-	state, err := st.FixRunState(ctx, n, 8*time.Second)
+	state, err := st.FixRunState(ctx, n, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

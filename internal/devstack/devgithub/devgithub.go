@@ -119,7 +119,7 @@ func Seed(s *githubfake.Server, webhookBase string) *Seeded {
 
 // The permissions each app is installed with (and `quavon doctor` checks).
 var (
-	ReviewPermissions = map[string]string{"metadata": "read", "contents": "read", "pull_requests": "write", "issues": "read",
+	ReviewPermissions = map[string]string{"metadata": "read", "contents": "read", "pull_requests": "write", "issues": "write",
 		"checks": "write", "security_events": "write"}
 	FixerPermissions = map[string]string{"metadata": "read", "contents": "write", "pull_requests": "write", "issues": "write"}
 )
