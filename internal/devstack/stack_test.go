@@ -129,7 +129,7 @@ func TestDemoScenario(t *testing.T) {
 		if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
 			t.Fatalf("%v: %s", err, out.String())
 		}
-		if len(got.Reviews) > 0 || time.Now().After(deadline) {
+		if (len(got.Reviews) > 0 && len(got.CheckRuns) > 0) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
@@ -157,7 +157,7 @@ func TestDemoScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, bad := range []string{"no fix run", "ineligible", "failed"} {
+	for _, bad := range []string{"no fix run", "ineligible", "failed", "queued", "running"} {
 		if strings.HasPrefix(state, bad) {
 			t.Fatalf("the labelled issue's fix run: %s\napi:\n%s\nworker:\n%s", state, devstack.Tail(filepath.Join(work, "logs", "quavon-api.log"), 20),
 				devstack.Tail(filepath.Join(work, "logs", "quavon-worker.log"), 20))

@@ -39,14 +39,21 @@ func ModelScript() llm.Script {
 				"category": "security", "title": "SQL built from request input",
 				"body": "`name` comes from the query string and is concatenated into the SQL text: use a placeholder.", "quote": quote})
 		case has("edit_file") && turns == 0:
-			return llm.Call("edit_file", map[string]string{"path": path, "oldText": quote,
-				"newText": `db.Query("SELECT id FROM users WHERE name = $1", name)`})
+			return llm.Call("edit_file", map[string]string{"path": "calc/calc.go", "oldText": fixOld, "newText": fixNew})
+		case has("edit_file"):
+			return llm.Call("finish", map[string]string{"summary": "Sum starts at the first element."})
 		case has("finish"):
-			return llm.Call("finish", map[string]string{"summary": "the SQL injection in server/server.go"})
+			return llm.Call("finish", map[string]string{"summary": "SQL built from request input in server/server.go"})
 		}
 		return llm.Answer("ok")
 	}
 }
+
+// The demo issue's fix.
+const (
+	fixOld = "for i := 1; i < len(xs); i++ { // bug: skips the first element"
+	fixNew = "for i := 0; i < len(xs); i++ {"
+)
 
 // plantedSQL finds the planted SQL concatenation: path, line, quote.
 func plantedSQL() (string, int, string) {

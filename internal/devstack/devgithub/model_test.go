@@ -35,7 +35,8 @@ func TestModelScript(t *testing.T) {
 				strings.Contains(a["quote"].(string), "SELECT")
 		}},
 		{"fix", llm.Request{Tools: tools("edit_file", "finish")}, "edit_file", func(a map[string]any) bool {
-			return strings.Count(src, a["oldText"].(string)) == 1 && !strings.Contains(a["newText"].(string), "+ name")
+			return a["path"] == "calc/calc.go" && strings.Count(demoFiles["calc/calc.go"], a["oldText"].(string)) == 1 &&
+				strings.Contains(a["newText"].(string), "i := 0")
 		}},
 		{"review ends", llm.Request{Tools: tools("report_finding", "finish"), Messages: later}, "finish", nil},
 		{"fix ends", llm.Request{Tools: tools("edit_file", "finish"), Messages: later}, "finish", nil},
