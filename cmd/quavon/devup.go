@@ -189,6 +189,8 @@ func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, l
 	switch {
 	case err != nil:
 		fmt.Fprintf(o.env.stdout, "fix run:         %v\n", err)
+	case state == "awaiting_approval":
+		fmt.Fprintf(o.env.stdout, "fix run:         awaiting approval: the patch is on the dashboard, %s\n", st.DashboardURL)
 	default:
 		fmt.Fprintf(o.env.stdout, "fix run:         %s\n", state)
 	}
