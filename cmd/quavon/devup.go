@@ -175,8 +175,8 @@ func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, l
 		}
 	}
 	if len(got.Reviews) == 0 {
-		fmt.Fprintf(o.env.stdout, "review:          none posted within %s (the worker's review runs are not built on this branch yet; the webhook was accepted: see %s)\n",
-			o.WaitReview, filepath.Join(o.WorkDir, "logs", "quavon-api.log"))
+		fmt.Fprintf(o.env.stdout, "review:          none posted within %s (see %s and %s)\n",
+			o.WaitReview, filepath.Join(o.WorkDir, "logs", "quavon-worker.log"), filepath.Join(o.WorkDir, "logs", "quavon-publisher.log"))
 	} else {
 		fmt.Fprintf(o.env.stdout, "review:          %d review(s) and %d check run(s) posted on the pull request\n", len(got.Reviews), len(got.CheckRuns))
 	}
@@ -189,6 +189,8 @@ func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, l
 	switch {
 	case err != nil:
 		fmt.Fprintf(o.env.stdout, "fix run:         %v\n", err)
+	case state == "awaiting_approval":
+		fmt.Fprintf(o.env.stdout, "fix run:         awaiting approval: the patch is on the dashboard, %s\n", st.DashboardURL)
 	default:
 		fmt.Fprintf(o.env.stdout, "fix run:         %s\n", state)
 	}

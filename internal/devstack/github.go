@@ -26,6 +26,10 @@ type GitHubState struct {
 	Repo       string   `json:"repo"`        // owner/name of the demo repository
 	Review     AppState `json:"review"`
 	Fixer      AppState `json:"fixer"`
+	// ModelURL is the Anthropic API root of the emulated model (llmfake
+	// with the demo's script); its key is SecretFile(dir, "model", "api-key").
+	ModelURL string `json:"model_url"`
+	Model    string `json:"model"`
 }
 
 // AppState is one emulated GitHub App.

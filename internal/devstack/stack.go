@@ -179,24 +179,37 @@ func Start(ctx context.Context, opt Options) (st *Stack, err error) {
 	}), func() bool { return httpOK(apiBase + "/healthz") }); err != nil {
 		return st, err
 	}
-	if _, err := st.spawn(ctx, "quavon-worker", nil, concat(base, ghEnv, db("worker"), broker("worker")), nil); err != nil {
+	// The worker: review and fix runs clone from the emulator into its own
+	// git cache, ask the emulated model, and (with the sandbox) reach the
+	// runner through Valkey as user quavon with the pool's signing key.
+	key := make([]byte, 32)
+	rand.Read(key)
+	keyFile, err := writeSecret(secrets, "sandbox-pool-key", base64.StdEncoding.EncodeToString(key)+"\n")
+	if err != nil {
+		return st, err
+	}
+	valkey := func(user string) []string {
+		return []string{"QUAVON_VALKEY_ADDR=" + vk.Addr, "QUAVON_VALKEY_USER=" + user,
+			"QUAVON_VALKEY_PASSWORD_FILE=" + filepath.Join(vk.SecretsDir, user)}
+	}
+	workerEnv := concat(base, ghEnv, db("worker"), broker("worker"), []string{
+		"QUAVON_GITHUB_GIT_URL=" + gh.URL + "/", "QUAVON_GIT_CACHE_DIR=" + filepath.Join(opt.WorkDir, "git"),
+		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + gh.Review.Slug,
+		"QUAVON_LLM_PROVIDER=anthropic", "QUAVON_LLM_MODEL=" + gh.Model, "QUAVON_LLM_BASE_URL=" + gh.ModelURL,
+		"QUAVON_LLM_API_KEY_FILE=" + SecretFile(st.GitHubDir, "model", "api-key"),
+		"QUAVON_WORKER_METRICS_LISTEN=",
+	})
+	if opt.Sandbox {
+		workerEnv = concat(workerEnv, valkey("quavon"), []string{"QUAVON_SANDBOX_SIGNING_KEY_FILE=" + keyFile})
+	}
+	if _, err := st.spawn(ctx, "quavon-worker", nil, workerEnv, nil); err != nil {
 		return st, err
 	}
 	if _, err := st.spawn(ctx, "quavon-publisher", nil, concat(base, ghEnv, db("publisher"), broker("publisher"), []string{
-		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + gh.Review.Slug}), nil); err != nil {
+		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + gh.Review.Slug, "QUAVON_GITHUB_FIXER_APP_SLUG=" + gh.Fixer.Slug}), nil); err != nil {
 		return st, err
 	}
 	if opt.Sandbox {
-		key := make([]byte, 32)
-		rand.Read(key)
-		keyFile, err := writeSecret(secrets, "sandbox-pool-key", base64.StdEncoding.EncodeToString(key)+"\n")
-		if err != nil {
-			return st, err
-		}
-		valkey := func(user string) []string {
-			return []string{"QUAVON_VALKEY_ADDR=" + vk.Addr, "QUAVON_VALKEY_USER=" + user,
-				"QUAVON_VALKEY_PASSWORD_FILE=" + filepath.Join(vk.SecretsDir, user)}
-		}
 		egressPort, err := devenv.FreePort()
 		if err != nil {
 			return st, err
@@ -473,8 +486,8 @@ func (st *Stack) FixRunState(ctx context.Context, n int, wait time.Duration) (st
 			}
 		}
 		if time.Now().After(deadline) {
-			if strings.HasPrefix(last, "queued") {
-				last += ": admitted, not run within " + wait.String() + " (the worker job that runs admitted fix runs is not built on this branch yet)"
+			if strings.HasPrefix(last, "queued") || strings.HasPrefix(last, "running") {
+				last += ": not finished within " + wait.String() + " (see the worker's log)"
 			}
 			return last, nil
 		}

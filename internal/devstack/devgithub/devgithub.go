@@ -23,6 +23,7 @@ import (
 
 	"github.com/quavon/quavon/internal/devstack"
 	"github.com/quavon/quavon/internal/githubfake"
+	"github.com/quavon/quavon/internal/llm/llmfake"
 )
 
 // demoFiles is the demo repository's default branch: a small Go module
@@ -91,8 +92,11 @@ type Seeded struct {
 	Fixer      *githubfake.App
 	ReviewInst *githubfake.Installation
 	FixerInst  *githubfake.Installation
-	mu         sync.Mutex
-	installed  bool
+	// ModelURL is the emulated model's Anthropic API root (Serve).
+	ModelURL  string
+	modelKey  string
+	mu        sync.Mutex
+	installed bool
 }
 
 // Seed creates the organisation, its admin, the demo repository and both
@@ -115,7 +119,7 @@ func Seed(s *githubfake.Server, webhookBase string) *Seeded {
 
 // The permissions each app is installed with (and `quavon doctor` checks).
 var (
-	ReviewPermissions = map[string]string{"metadata": "read", "contents": "read", "pull_requests": "write", "issues": "read",
+	ReviewPermissions = map[string]string{"metadata": "read", "contents": "read", "pull_requests": "write", "issues": "write",
 		"checks": "write", "security_events": "write"}
 	FixerPermissions = map[string]string{"metadata": "read", "contents": "write", "pull_requests": "write", "issues": "write"}
 )
@@ -129,6 +133,7 @@ func (d *Seeded) WriteState(dir, controlURL, controlToken string) error {
 		{"review", "key.pem", string(d.Review.PrivateKeyPEM)}, {"review", "webhook-secret", d.Review.WebhookSecret},
 		{"review", "client-secret", d.Review.ClientSecret},
 		{"fixer", "key.pem", string(d.Fixer.PrivateKeyPEM)}, {"fixer", "webhook-secret", d.Fixer.WebhookSecret},
+		{"model", "api-key", d.modelKey + "\n"},
 	} {
 		if err := os.WriteFile(devstack.SecretFile(dir, f.kind, f.what), []byte(f.v), 0o600); err != nil {
 			return err
@@ -138,8 +143,9 @@ func (d *Seeded) WriteState(dir, controlURL, controlToken string) error {
 		return err
 	}
 	st := devstack.GitHubState{URL: d.Server.URL, ControlURL: controlURL, Repo: devstack.DemoOrg + "/" + devstack.DemoRepo,
-		Review: devstack.AppState{ID: d.Review.ID, Slug: devstack.ReviewAppSlug, ClientID: d.Review.ClientID, InstallationID: d.ReviewInst.ID},
-		Fixer:  devstack.AppState{ID: d.Fixer.ID, Slug: devstack.FixerAppSlug, ClientID: d.Fixer.ClientID, InstallationID: d.FixerInst.ID}}
+		Review:   devstack.AppState{ID: d.Review.ID, Slug: devstack.ReviewAppSlug, ClientID: d.Review.ClientID, InstallationID: d.ReviewInst.ID},
+		Fixer:    devstack.AppState{ID: d.Fixer.ID, Slug: devstack.FixerAppSlug, ClientID: d.Fixer.ClientID, InstallationID: d.FixerInst.ID},
+		ModelURL: d.ModelURL, Model: DevModel}
 	b, _ := json.MarshalIndent(st, "", "  ")
 	tmp := filepath.Join(dir, devstack.StateFile+".tmp")
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
@@ -234,6 +240,12 @@ func Serve(ctx context.Context, log *slog.Logger, stateDir, webhookBase, control
 	s, closeSrv := githubfake.NewStandalone(log)
 	defer closeSrv()
 	d := Seed(s, webhookBase)
+	// The model the worker's review and fix runs talk to, on the
+	// Anthropic API with a key of its own.
+	modelKey := "sk-ant-dev-" + randomToken()
+	model := llmfake.New(llmfake.Options{APIKey: modelKey, Script: ModelScript()})
+	defer model.Close()
+	d.ModelURL, d.modelKey = model.AnthropicURL(), modelKey
 	ln, err := net.Listen("tcp", controlAddr)
 	if err != nil {
 		return fmt.Errorf("control listener: %w", err)
