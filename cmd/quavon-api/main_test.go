@@ -80,7 +80,7 @@ func TestServesTheDashboard(t *testing.T) {
 		return p
 	}
 	env := []string{"QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + write("pw", pw), "QUAVON_API_LISTEN=127.0.0.1:0",
-		"QUAVON_WEB_PUBLIC_URL=https://quavon.example", "QUAVON_GITHUB_REVIEW_CLIENT_ID=Iv23liexample",
+		"QUAVON_API_METRICS_LISTEN=", "QUAVON_WEB_PUBLIC_URL=https://quavon.example", "QUAVON_GITHUB_REVIEW_CLIENT_ID=Iv23liexample",
 		"QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE=" + write("client", "0123456789abcdef0123456789abcdef01234567"),
 		"QUAVON_BROKER_ADDR=unix:" + filepath.Join(dir, "broker.sock"), "QUAVON_BROKER_CREDENTIAL_FILE=" + write("cred", "qbc_not-used-by-this-test-0123456789abcdef")}
 	sctx, stop := context.WithCancel(ctx)

@@ -169,6 +169,9 @@ func Start(ctx context.Context, opt Options) (st *Stack, err error) {
 	// api, worker, publisher.
 	if _, err := st.spawn(ctx, "quavon-api", nil, concat(base, ghEnv, db("api"), broker("api"), []string{
 		"QUAVON_API_LISTEN=127.0.0.1:" + strconv.Itoa(apiPort),
+		// No metrics listener: :9090 on all addresses may be taken, and
+		// quavon dev serves nobody's Prometheus.
+		"QUAVON_API_METRICS_LISTEN=",
 		"QUAVON_GITHUB_REVIEW_WEBHOOK_SECRET_FILE=" + SecretFile(st.GitHubDir, "review", "webhook-secret"),
 		"QUAVON_GITHUB_FIXER_WEBHOOK_SECRET_FILE=" + SecretFile(st.GitHubDir, "fixer", "webhook-secret"),
 		"QUAVON_GITHUB_FIXER_APP_SLUG=" + gh.Fixer.Slug,
