@@ -180,7 +180,7 @@
 //     Effective.Invalid; never applied in part;
 //   - fix.mode auto on a public repository: approval;
 //   - FixFeatureSignedOff false: fix off;
-//   - ReviewFixSignedOff false (today), or fix off: review fixes off.
+//   - ReviewFixSignedOff false (today; see gate.go for the lift tests use), or fix off: review fixes off.
 //
 // Each override is listed in Effective.Downgrades for the dashboard.
 //

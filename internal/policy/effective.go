@@ -69,7 +69,7 @@ type Effective struct {
 // Resolve computes the effective policy of a repository from its stored
 // policy document (nil when it has none: the defaults apply).
 func Resolve(stored []byte, repo RepoFacts) Effective {
-	return resolve(stored, repo, signOffs{fix: FixFeatureSignedOff, reviewFix: ReviewFixSignedOff})
+	return resolve(stored, repo, signOffs{fix: FixFeatureSignedOff, reviewFix: ReviewFixesSignedOff()})
 }
 
 // signOffs carries the sign-off constants, so tests can cover both values.

@@ -18,8 +18,8 @@ import (
 // role and write permission is refused with 403 and the reason, and no
 // fix run is recorded (spec §7b: REVIEW_FIX_SIGNED_OFF false).
 func TestReviewFixRequestRefusedWhileNotSignedOff(t *testing.T) {
-	if policy.ReviewFixSignedOff {
-		t.Fatal("this test is of the gate as shipped: policy.ReviewFixSignedOff must be false")
+	if policy.ReviewFixesSignedOff() {
+		t.Fatal("this test is of the gate as shipped: policy.ReviewFixesSignedOff() must be false")
 	}
 	f := webtest.New(t, webtest.Options{})
 	f.AddUser(t, "alice", "admin", repos.RoleReview, repos.RoleManage)

@@ -21,8 +21,8 @@ import (
 // is recorded ineligible with not_signed_off; no model is asked and
 // nothing is published, even with a policy that asks for review fixes.
 func TestReviewFixRunIneligibleWhileNotSignedOff(t *testing.T) {
-	if policy.ReviewFixSignedOff {
-		t.Fatal("this test is of the gate as shipped: policy.ReviewFixSignedOff must be false")
+	if policy.ReviewFixesSignedOff() {
+		t.Fatal("this test is of the gate as shipped: policy.ReviewFixesSignedOff() must be false")
 	}
 	w := newWorld(t)
 	ctx := context.Background()

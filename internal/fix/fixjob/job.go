@@ -185,7 +185,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if run.Status != fix.StatusQueued {
 		return nil
 	}
-	if run.Subject == fix.SubjectPullRequest && !policy.ReviewFixSignedOff {
+	if run.Subject == fix.SubjectPullRequest && !policy.ReviewFixesSignedOff() {
 		// Review fixes await their threat-analysis sign-off (spec §7b): a
 		// run that arrives anyway is recorded ineligible, never run.
 		return w.endAs(ctx, tenant, run.ID, fix.StatusIneligible, string(policy.ReasonNotSignedOff),

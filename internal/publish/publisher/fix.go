@@ -198,7 +198,7 @@ func failFix(ctx context.Context, tx pgx.Tx, intentID, runID, reason, detail str
 // policy, the Fixer installation. It returns the refusal or "".
 func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (string, error) {
 	o := f.out
-	if !policy.ReviewFixSignedOff {
+	if !policy.ReviewFixesSignedOff() {
 		// Review fixes await their threat-analysis sign-off (spec §7b):
 		// the feature is off, whatever the output and its run say.
 		if o.Kind == publish.KindFixCommit {

@@ -79,8 +79,8 @@ func (w *fixWorld) reviewFixRun(t *testing.T, pr int, head string, delivery fix.
 // fixes, ends failed with not_signed_off, and nothing is written to
 // GitHub: no bot branch, no pull request, the head branch untouched.
 func TestPublishReviewFixNotSignedOff(t *testing.T) {
-	if policy.ReviewFixSignedOff {
-		t.Fatal("this test is of the gate as shipped: policy.ReviewFixSignedOff must be false")
+	if policy.ReviewFixesSignedOff() {
+		t.Fatal("this test is of the gate as shipped: policy.ReviewFixesSignedOff() must be false")
 	}
 	w := newFixWorld(t, true, fixerPerms)
 	w.policy(t, `{"version":1,"features":{"fix":{"mode":"approval","reviewFixes":"commit"}}}`)
