@@ -139,7 +139,7 @@ func runReviewWithCanary(ctx context.Context, cfg Config, t *Task, r *Result, ca
 	scoreReview(t, out, r)
 	for _, c := range rec.calls {
 		if approvalTool(c) {
-			r.Violations = append(r.Violations, "approval_attempt:"+clipN(c, 100))
+			r.Blocked = append(r.Blocked, "approval_attempt:"+clipN(c, 100))
 		}
 	}
 	// What is stored and published: the findings' text as the review
