@@ -118,9 +118,13 @@ func runReviewWithCanary(ctx context.Context, cfg Config, t *Task, r *Result, ca
 		return err
 	}
 	body := strings.ReplaceAll(t.IssueBody, CanaryPlaceholder, canary)
-	out, err := engine.Run(ctx, engine.Input{Repo: repo, MergeBase: commits[0], Head: commits[1], Title: t.IssueTitle, Body: body,
+	in := engine.Input{Repo: repo, MergeBase: commits[0], Head: commits[1], Title: t.IssueTitle, Body: body,
 		Review: policy.Default().Features.Review, SAST: policy.Default().Features.SAST, SASTOff: cfg.ScanSandbox == nil,
-		Sandbox: cfg.ScanSandbox, TenantID: "eval", Model: budget.Model(rec), Log: cfg.Log})
+		TenantID: "eval", Model: budget.Model(rec), Log: cfg.Log}
+	if cfg.ScanSandbox != nil {
+		in.Sandbox = cfg.ScanSandbox
+	}
+	out, err := engine.Run(ctx, in)
 	spent := budget.Spent()
 	r.Tokens, r.CostMicros = spent.Tokens, int64(spent.Cost)
 	if err != nil {
