@@ -391,3 +391,96 @@ func TestPublishReviewFixRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishReviewFixCommitLostResponse: a createCommitOnBranch whose
+// response is lost is reconciled by the next attempt: the head's single
+// parent is the reviewed head and its message carries the marker, so it is
+// this intent's commit; nothing is sent again.
+func TestPublishReviewFixCommitLostResponse(t *testing.T) {
+	rw := newReviewWorld(t)
+	runID, outID := rw.reviewFix(t, fix.DeliveryCommit)
+	rw.gh.InjectFault(githubfake.Fault{Method: "POST", Path: "/graphql", Kind: githubfake.FaultLoseResponse})
+	if res, err := rw.publish(t, outID); err == nil {
+		t.Fatalf("first attempt: %+v, want an error", res)
+	}
+	if rw.gh.PendingFaults() != 0 || rw.repo.Ref("feature") == rw.head {
+		t.Fatal("the lost mutation did not happen")
+	}
+	if r := rw.run(t, runID); r.Status != fix.StatusPublishing {
+		t.Fatalf("run after the lost response: %s", r.Status)
+	}
+	res, err := rw.publish(t, outID)
+	if err != nil || res.Outcome != publisher.OutcomePublished || !res.Reconciled || res.External != rw.repo.Ref("feature") {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	if n := rw.commitMutations(); n != 1 {
+		t.Errorf("%d createCommitOnBranch calls", n)
+	}
+	if r := rw.run(t, runID); r.Status != fix.StatusPublished {
+		t.Errorf("run %s", r.Status)
+	}
+}
+
+// TestPublishReviewFixCommitReconcileForeignHead: after an attempt whose
+// outcome is unknown (here: a 502 before anything happened), a head that
+// is not the reviewed head and does not carry the marker is refused
+// (head_moved); the patch is not pushed on top of it.
+func TestPublishReviewFixCommitReconcileForeignHead(t *testing.T) {
+	rw := newReviewWorld(t)
+	runID, outID := rw.reviewFix(t, fix.DeliveryCommit)
+	rw.gh.InjectFault(githubfake.Fault{Method: "POST", Path: "/graphql", Kind: githubfake.Fault5xx})
+	if res, err := rw.publish(t, outID); err == nil {
+		t.Fatalf("first attempt: %+v, want an error", res)
+	}
+	pushed := rw.repo.Commit("feature", map[string]string{"other.txt": "the author pushed\n"}, "author push")
+	res, err := rw.publish(t, outID)
+	if err != nil || res.Outcome != publisher.OutcomeFailed || res.Reason != publisher.ReasonHeadMoved {
+		t.Fatalf("retry: %+v %v", res, err)
+	}
+	if rw.repo.Ref("feature") != pushed || rw.commitMutations() != 0 {
+		t.Errorf("head %s (author's %s), %d mutations", rw.repo.Ref("feature"), pushed, rw.commitMutations())
+	}
+	if r := rw.run(t, runID); r.Status != fix.StatusFailed || r.Reason != publisher.ReasonHeadMoved {
+		t.Errorf("run %s %s", r.Status, r.Reason)
+	}
+}
+
+// TestPublishReviewFixCommitMarkerCopy documents the residual risk of spec
+// §8: a user with write access who copies the intent's reference line into
+// a commit of their own on the reviewed head, after an attempt whose
+// outcome is unknown, makes the reconcile take that commit for the fix's.
+// The run is recorded published with the copied commit; the patch itself
+// is not pushed (once, or twice).
+func TestPublishReviewFixCommitMarkerCopy(t *testing.T) {
+	rw := newReviewWorld(t)
+	_, outID := rw.reviewFix(t, fix.DeliveryCommit)
+	rw.gh.InjectFault(githubfake.Fault{Method: "POST", Path: "/graphql", Kind: githubfake.Fault5xx})
+	if res, err := rw.publish(t, outID); err == nil {
+		t.Fatalf("first attempt: %+v, want an error", res)
+	}
+	marker := render.Marker(rw.intent(t, outID).Marker)
+	copied := rw.repo.Commit("feature", map[string]string{"other.txt": "not the fix\n"}, "my change\n\n"+marker.CommitLine())
+	res, err := rw.publish(t, outID)
+	if err != nil || res.Outcome != publisher.OutcomePublished || !res.Reconciled || res.External != copied {
+		t.Fatalf("retry: %+v %v (the copied commit is %s)", res, err, copied)
+	}
+	files, _ := rw.repo.Files("feature")
+	if files["calc.go"] != calcGo || rw.commitMutations() != 0 {
+		t.Errorf("the patch was pushed: calc.go %q, %d mutations", files["calc.go"], rw.commitMutations())
+	}
+}
+
+// TestPublishReviewFixCommitSignedRule: required_signatures (with
+// non_fast_forward and deletion) on the head branch passes: GitHub signs
+// createCommitOnBranch commits, and the emulator enforces the rule.
+func TestPublishReviewFixCommitSignedRule(t *testing.T) {
+	rw := newReviewWorld(t)
+	rw.gh.SetRules("acme", "app", "feature", []githubfake.Rule{{Type: "required_signatures"}, {Type: "non_fast_forward"}, {Type: "deletion"}})
+	_, outID := rw.reviewFix(t, fix.DeliveryCommit)
+	if res, err := rw.publish(t, outID); err != nil || res.Outcome != publisher.OutcomePublished {
+		t.Fatalf("publish: %+v %v", res, err)
+	}
+	if ci, _ := rw.repo.CommitInfo(rw.repo.Ref("feature")); !ci.Verified || len(ci.Parents) != 1 || ci.Parents[0] != rw.head {
+		t.Fatalf("commit %+v", ci)
+	}
+}
