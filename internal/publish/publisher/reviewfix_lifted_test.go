@@ -484,3 +484,35 @@ func TestPublishReviewFixCommitSignedRule(t *testing.T) {
 		t.Fatalf("commit %+v", ci)
 	}
 }
+
+// TestPublishReviewFixStackedAfterRefusedCommit: after GitHub refused the
+// commit (the author pushed), the same patch as a stacked run on the new
+// head (what the dashboard's one-click offer records) is validated against
+// that head and published as a draft pull request on it.
+func TestPublishReviewFixStackedAfterRefusedCommit(t *testing.T) {
+	rw := newReviewWorld(t)
+	_, commitOut := rw.reviewFix(t, fix.DeliveryCommit)
+	moved := rw.repo.Commit("feature", map[string]string{"other.txt": "the author pushed\n"}, "author push")
+	if res, err := rw.publish(t, commitOut); err != nil || res.Reason != publisher.ReasonHeadMoved {
+		t.Fatalf("commit: %+v %v", res, err)
+	}
+	rw.head = moved
+	runID, outID := rw.reviewFix(t, fix.DeliveryStackedPR)
+	res, err := rw.publish(t, outID)
+	if err != nil || res.Outcome != publisher.OutcomePublished {
+		t.Fatalf("stacked: %+v %v", res, err)
+	}
+	if r := rw.run(t, runID); r.Status != fix.StatusPublished {
+		t.Fatalf("run %s", r.Status)
+	}
+	branch := publish.FixBranch(rw.pr, rw.intent(t, outID).Marker)
+	if ci, _ := rw.repo.CommitInfo(rw.repo.Ref(branch)); len(ci.Parents) != 1 || ci.Parents[0] != moved {
+		t.Fatalf("stacked commit %+v, want parent %s", ci, moved)
+	}
+	if prs := rw.fixPRs(t); len(prs) != 1 || prs[0].PullRequest.Base != "feature" {
+		t.Fatalf("pull requests %+v", prs)
+	}
+	if rw.repo.Ref("feature") != moved {
+		t.Error("the head branch moved")
+	}
+}
