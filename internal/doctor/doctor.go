@@ -25,6 +25,12 @@
 //	clock-skew   (api, worker, publisher, broker) this host's clock and the
 //	             Date of GitHub's API answer differ by SkewWarn (5 s, warn)
 //	             or SkewFail (30 s, fail); GitHub unreachable (fail)
+//	github-app   (api, publisher: through the broker) an app's installation
+//	             lacks a permission of github.AppPermissions or an event of
+//	             github.AppEvents, the broker holds no review app key, or
+//	             GitHub refuses to list the installations (fail); more
+//	             permissions than needed, a suspended installation, no
+//	             Fixer app or no installation (warn)
 //	model        (quavon-worker) a configured feature's model does not
 //	             answer llm.Probe with a well-formed tool call within
 //	             llm.ProbeCeiling (fail); no model at all (warn)
@@ -158,7 +164,11 @@ func Run(ctx context.Context, o Options) []Result {
 		cancel()
 	}
 	if broker != nil && broker.CredentialFile != "" {
-		out = append(out, Broker(*broker, o.Timeout))
+		b := Broker(*broker, o.Timeout)
+		out = append(out, b)
+		if b.Status == Pass {
+			out = append(out, Apps(ctx, *broker, o.Timeout)...)
+		}
 	}
 	if vk != nil {
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,4 +176,109 @@ func Model(ctx context.Context, cfg config.LLM, timeout time.Duration) []Result 
 			Hint: "set QUAVON_LLM_PROVIDER, QUAVON_LLM_MODEL and QUAVON_LLM_API_KEY_FILE (README: Plugging in a model)"}}
 	}
 	return out
+}
+
+// Apps asks the token broker (the only holder of the apps' keys) for each
+// app's installations as GitHub reports them and compares each with what
+// Quavon registers the app with (github.AppPermissions, github.AppEvents,
+// the definitions `quavon github setup` uses): a permission missing or
+// below its level, or an event not subscribed to, fails; more than needed
+// warns (least privilege); no review app fails, no Fixer app or no
+// installation warns.
+func Apps(ctx context.Context, cfg config.BrokerClient, timeout time.Duration) []Result {
+	cred, err := secretfile.Read("QUAVON_BROKER_CREDENTIAL_FILE", cfg.CredentialFile, 32)
+	if err != nil {
+		return []Result{{Check: "github-app", Status: Fail, Detail: err.Error(), Hint: "quavon broker credential writes one"}}
+	}
+	c, err := github.NewBrokerClient(cfg.Addr, cred)
+	if err != nil {
+		return []Result{{Check: "github-app", Status: Fail, Detail: err.Error()}}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	apps, err := c.Apps(ctx)
+	if err != nil {
+		return []Result{{Check: "github-app", Status: Fail, Detail: err.Error(), Hint: "start quavon-token-broker (a version that serves GET /v1/apps) or fix QUAVON_BROKER_ADDR"}}
+	}
+	byKind := map[github.AppKind]github.BrokerApp{}
+	for _, a := range apps {
+		byKind[a.Kind] = a
+	}
+	var out []Result
+	for _, kind := range []github.AppKind{github.AppReview, github.AppFixer} {
+		out = append(out, appResult(kind, byKind[kind], byKind[kind].Kind == kind))
+	}
+	return out
+}
+
+var levelRank = map[string]int{github.LevelRead: 1, github.LevelWrite: 2, github.LevelAdmin: 3}
+
+func appResult(kind github.AppKind, a github.BrokerApp, held bool) Result {
+	r := Result{Check: "github-app"}
+	name := string(kind) + " app"
+	need, events := github.AppPermissions(kind), github.AppEvents(kind)
+	switch {
+	case !held && kind == github.AppReview:
+		r.Status, r.Detail, r.Hint = Fail, "the broker holds no key of the review app", "set QUAVON_GITHUB_REVIEW_APP_ID and …_PRIVATE_KEY_FILE for quavon-token-broker"
+		return r
+	case !held:
+		r.Status, r.Detail, r.Hint = Warn, "the broker holds no key of the Fixer app: fixes are never published", "register it with quavon github setup and give the broker its key"
+		return r
+	case a.Error != "":
+		r.Status, r.Detail, r.Hint = Fail, name+": GitHub did not list its installations: "+a.Error, "check the app id and private key the broker holds"
+		return r
+	case len(a.Installations) == 0:
+		r.Status, r.Detail, r.Hint = Warn, name+": not installed anywhere", "install it on the repositories Quavon should work on"
+		return r
+	}
+	var fails, warns []string
+	for _, in := range a.Installations {
+		where := fmt.Sprintf("installation %d (%s)", in.ID, in.Account)
+		var missing, extra, noEvent []string
+		for p, lvl := range need {
+			if levelRank[in.Permissions[p]] < levelRank[lvl] {
+				got := in.Permissions[p]
+				if got == "" {
+					got = "none"
+				}
+				missing = append(missing, fmt.Sprintf("%s: %s (has %s)", p, lvl, got))
+			}
+		}
+		for p, lvl := range in.Permissions {
+			if levelRank[lvl] > levelRank[need[p]] {
+				extra = append(extra, p+": "+lvl)
+			}
+		}
+		for _, e := range events {
+			if !slices.Contains(in.Events, e) {
+				noEvent = append(noEvent, e)
+			}
+		}
+		slices.Sort(missing)
+		slices.Sort(extra)
+		if len(missing) > 0 {
+			fails = append(fails, where+" lacks "+strings.Join(missing, ", "))
+		}
+		if len(noEvent) > 0 {
+			fails = append(fails, where+" is not subscribed to "+strings.Join(noEvent, ", "))
+		}
+		if len(extra) > 0 {
+			warns = append(warns, where+" holds more than Quavon needs: "+strings.Join(extra, ", "))
+		}
+		if in.Suspended {
+			warns = append(warns, where+" is suspended")
+		}
+	}
+	switch {
+	case len(fails) > 0:
+		r.Status, r.Detail = Fail, name+": "+strings.Join(append(fails, warns...), "; ")
+		r.Hint = fmt.Sprintf("in the app's settings grant %s and subscribe to %s, then accept the new permissions on each installation",
+			need, strings.Join(events, ", "))
+	case len(warns) > 0:
+		r.Status, r.Detail = Warn, name+": "+strings.Join(warns, "; ")
+		r.Hint = "reduce the app's permissions to " + need.String()
+	default:
+		r.Status, r.Detail = Pass, fmt.Sprintf("%s: %d installation(s) with exactly %s and events %s", name, len(a.Installations), need, strings.Join(events, ", "))
+	}
+	return r
 }

@@ -12,8 +12,12 @@ import (
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/doctor"
+	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/llm/llmfake"
+	"github.com/quavon/quavon/internal/testenv/testbroker"
+	"github.com/quavon/quavon/internal/tokenbroker"
 )
 
 func TestWebhookSecrets(t *testing.T) {
@@ -173,4 +177,85 @@ func TestModel(t *testing.T) {
 			t.Errorf("%+v", rs)
 		}
 	})
+}
+
+// The apps check reads each installation through the real broker from the
+// emulator (GET /app/installations with each app's JWT) and compares it
+// with the registered permissions and events.
+func TestApps(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name   string
+		setup  func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App
+		want   [2]doctor.Status
+		detail string
+	}{
+		{"as registered", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			install(s, review, "acme", github.AppPermissions(github.AppReview), github.AppEvents(github.AppReview))
+			install(s, fixer, "acme", github.AppPermissions(github.AppFixer), github.AppEvents(github.AppFixer))
+			return map[github.AppKind]*githubfake.App{github.AppReview: review, github.AppFixer: fixer}
+		}, [2]doctor.Status{doctor.Pass, doctor.Pass}, "exactly"},
+		{"fixer without contents write", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			install(s, review, "acme", github.AppPermissions(github.AppReview), github.AppEvents(github.AppReview))
+			p := github.AppPermissions(github.AppFixer)
+			p["contents"] = "read"
+			install(s, fixer, "acme", p, github.AppEvents(github.AppFixer))
+			return map[github.AppKind]*githubfake.App{github.AppReview: review, github.AppFixer: fixer}
+		}, [2]doctor.Status{doctor.Pass, doctor.Fail}, "lacks contents: write (has read)"},
+		{"review without checks", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			p := github.AppPermissions(github.AppReview)
+			delete(p, "checks")
+			install(s, review, "acme", p, github.AppEvents(github.AppReview))
+			return map[github.AppKind]*githubfake.App{github.AppReview: review}
+		}, [2]doctor.Status{doctor.Fail, doctor.Warn}, "lacks checks: write (has none)"},
+		{"review not subscribed to pull_request", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			install(s, review, "acme", github.AppPermissions(github.AppReview), []string{"issue_comment", "repository"})
+			return map[github.AppKind]*githubfake.App{github.AppReview: review}
+		}, [2]doctor.Status{doctor.Fail, doctor.Warn}, "not subscribed to pull_request"},
+		{"review with administration", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			p := github.AppPermissions(github.AppReview)
+			p["administration"] = "write"
+			install(s, review, "acme", p, github.AppEvents(github.AppReview))
+			return map[github.AppKind]*githubfake.App{github.AppReview: review}
+		}, [2]doctor.Status{doctor.Warn, doctor.Warn}, "more than Quavon needs: administration: write"},
+		{"review installed nowhere", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			return map[github.AppKind]*githubfake.App{github.AppReview: review}
+		}, [2]doctor.Status{doctor.Warn, doctor.Warn}, "not installed anywhere"},
+		{"no review app key", func(s *githubfake.Server, review, fixer *githubfake.App) map[github.AppKind]*githubfake.App {
+			install(s, fixer, "acme", github.AppPermissions(github.AppFixer), github.AppEvents(github.AppFixer))
+			return map[github.AppKind]*githubfake.App{github.AppFixer: fixer}
+		}, [2]doctor.Status{doctor.Fail, doctor.Pass}, "no key of the review app"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := githubfake.New(t)
+			s.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"a": "a\n"}})
+			review, fixer := s.RegisterApp("quavon-review"), s.RegisterApp("quavon-fixer")
+			b := testbroker.Start(t, s, tc.setup(s, review, fixer), testbroker.Options{})
+			cred := filepath.Join(t.TempDir(), "cred")
+			if err := os.WriteFile(cred, []byte(b.Credential(tokenbroker.RoleAPI)), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rs := doctor.Apps(context.Background(), config.BrokerClient{Addr: b.Addr, CredentialFile: cred}, 5*time.Second)
+			if len(rs) != 2 || rs[0].Status != tc.want[0] || rs[1].Status != tc.want[1] || !strings.Contains(rs[0].Detail+rs[1].Detail, tc.detail) {
+				t.Fatalf("%+v, want %v with %q", rs, tc.want, tc.detail)
+			}
+		})
+	}
+	t.Run("unknown credential", func(t *testing.T) {
+		t.Parallel()
+		s := githubfake.New(t)
+		b := testbroker.Start(t, s, map[github.AppKind]*githubfake.App{github.AppReview: s.RegisterApp("quavon-review")}, testbroker.Options{})
+		cred := filepath.Join(t.TempDir(), "cred")
+		os.WriteFile(cred, []byte("qvb_not-a-credential-the-broker-knows-0000000000"), 0o600)
+		rs := doctor.Apps(context.Background(), config.BrokerClient{Addr: b.Addr, CredentialFile: cred}, 5*time.Second)
+		if len(rs) != 1 || rs[0].Status != doctor.Fail || !strings.Contains(rs[0].Detail, "unknown credential") {
+			t.Fatalf("%+v", rs)
+		}
+	})
+}
+
+func install(s *githubfake.Server, app *githubfake.App, account string, perms github.Permissions, events []string) {
+	in := s.Install(app, account, perms, account+"/app")
+	s.SetEvents(in, events)
 }
