@@ -202,6 +202,9 @@ func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, l
 		return nil
 	case state != "awaiting_approval":
 		fmt.Fprintf(o.env.stdout, "fix run:         %s\n", state)
+		if o.Approve {
+			return fmt.Errorf("--approve: the fix run is %s, not awaiting approval (see %s)", state, filepath.Join(o.WorkDir, "logs", "quavon-worker.log"))
+		}
 		return nil
 	case !o.Approve:
 		fmt.Fprintf(o.env.stdout, "fix run:         awaiting approval: the patch is on the dashboard, %sfixes (sign in as %s; --approve approves it for you)\n",
