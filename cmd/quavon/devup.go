@@ -197,6 +197,8 @@ func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, l
 	fmt.Fprintf(o.env.stdout, "issue:           %s/%s/issues/%d labelled %s\n", st.GitHub.URL, st.GitHub.Repo, issue.Number, devstack.FixLabel)
 	state, err := st.FixRunState(ctx, issue.Number, o.WaitReview)
 	switch {
+	case err != nil && o.Approve:
+		return fmt.Errorf("--approve: %w", err)
 	case err != nil:
 		fmt.Fprintf(o.env.stdout, "fix run:         %v\n", err)
 		return nil
