@@ -167,7 +167,7 @@ func Run(ctx context.Context, o Options) []Result {
 		b := Broker(*broker, o.Timeout)
 		out = append(out, b)
 		if b.Status == Pass {
-			out = append(out, Apps(ctx, *broker, o.Timeout)...)
+			out = append(out, Apps(ctx, *broker, 3*o.Timeout)...)
 		}
 	}
 	if vk != nil {

@@ -236,7 +236,7 @@ func TestApps(t *testing.T) {
 			if err := os.WriteFile(cred, []byte(b.Credential(tokenbroker.RoleAPI)), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			rs := doctor.Apps(context.Background(), config.BrokerClient{Addr: b.Addr, CredentialFile: cred}, 5*time.Second)
+			rs := doctor.Apps(context.Background(), config.BrokerClient{Addr: b.Addr, CredentialFile: cred}, 30*time.Second)
 			if len(rs) != 2 || rs[0].Status != tc.want[0] || rs[1].Status != tc.want[1] || !strings.Contains(rs[0].Detail+rs[1].Detail, tc.detail) {
 				t.Fatalf("%+v, want %v with %q", rs, tc.want, tc.detail)
 			}
@@ -248,7 +248,7 @@ func TestApps(t *testing.T) {
 		b := testbroker.Start(t, s, map[github.AppKind]*githubfake.App{github.AppReview: s.RegisterApp("quavon-review")}, testbroker.Options{})
 		cred := filepath.Join(t.TempDir(), "cred")
 		os.WriteFile(cred, []byte("qvb_not-a-credential-the-broker-knows-0000000000"), 0o600)
-		rs := doctor.Apps(context.Background(), config.BrokerClient{Addr: b.Addr, CredentialFile: cred}, 5*time.Second)
+		rs := doctor.Apps(context.Background(), config.BrokerClient{Addr: b.Addr, CredentialFile: cred}, 30*time.Second)
 		if len(rs) != 1 || rs[0].Status != doctor.Fail || !strings.Contains(rs[0].Detail, "unknown credential") {
 			t.Fatalf("%+v", rs)
 		}
