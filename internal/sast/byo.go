@@ -70,6 +70,20 @@ func (t Tool) BYOName() (string, bool) {
 	return name, ok && ValidBYOName(name)
 }
 
+// known reports whether t is a built-in tool or a BYO scanner.
+func (t Tool) known() bool {
+	_, byo := t.BYOName()
+	return t.Valid() || byo
+}
+
+// infoURI is SARIF's informationUri of t ("" for a BYO scanner).
+func (t Tool) infoURI() string {
+	if s := ScannerOf(t); s != nil {
+		return s.InfoURI
+	}
+	return ""
+}
+
 // ErrSARIF is wrapped by ParseBYOSARIF for a log it refuses whole.
 var ErrSARIF = errors.New("sast: invalid SARIF log")
 

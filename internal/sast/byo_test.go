@@ -218,3 +218,33 @@ func FuzzParseBYOSARIF(f *testing.F) {
 		}
 	})
 }
+
+// A BYO scanner's findings get a run of their own in the uploaded SARIF,
+// under its tool name; one that did not finish is a notification.
+func TestSARIFWithBYOScanners(t *testing.T) {
+	rep := Report{Tools: []ToolRun{{Tool: BYOTool("acme"), Status: StatusOK}, {Tool: BYOTool("broken"), Status: StatusFailed, Error: "exit 3"}},
+		Findings: []Finding{{Tool: BYOTool("acme"), RuleID: "ACME-SHELL", Severity: SeverityHigh, Path: "app.py", StartLine: 5, EndLine: 5,
+			Message: "m", CWE: "CWE-78", Fingerprint: "0123456789abcdef0123456789abcdef"}},
+		NotScanned: []NotScanned{{Path: "app.py", Tool: BYOTool("broken"), Reason: "failed: exit 3"}}}
+	out, err := SARIF(rep, SARIFOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct{ Name string } `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID string `json:"ruleId"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(out, &log); err != nil {
+		t.Fatal(err)
+	}
+	if len(log.Runs) != 2 || log.Runs[0].Tool.Driver.Name != "byo:acme" || len(log.Runs[0].Results) != 1 ||
+		log.Runs[1].Tool.Driver.Name != "quavon" || !strings.Contains(string(out), "byo:broken did not finish") {
+		t.Errorf("SARIF %s", out)
+	}
+}
