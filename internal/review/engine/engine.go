@@ -126,6 +126,27 @@ func (o *Output) reports() []*sast.Report {
 	return out
 }
 
+// SASTReport is the scanners job's report and every BYO scanner's in one
+// (tools, findings and what was not scanned), for `quavon review`'s
+// output; nil when nothing ran.
+func (o *Output) SASTReport() *sast.Report {
+	rs := o.reports()
+	if len(rs) == 0 {
+		return nil
+	}
+	out := sast.Report{Tools: []sast.ToolRun{}, Findings: []sast.Finding{}, NotScanned: []sast.NotScanned{}, Profile: rs[0].Profile}
+	for _, r := range rs {
+		out.Tools = append(out.Tools, r.Tools...)
+		out.Findings = append(out.Findings, r.Findings...)
+		out.NotScanned = append(out.NotScanned, r.NotScanned...)
+		out.NotScannedDropped += r.NotScannedDropped
+		out.Dropped += r.Dropped
+		out.OutsideChange += r.OutsideChange
+		out.Muted += r.Muted
+	}
+	return &out
+}
+
 // SASTIncomplete reports whether the scanners job or a BYO scanner left
 // anything of the change unscanned (sast.Report.Incomplete).
 func (o *Output) SASTIncomplete() bool {
