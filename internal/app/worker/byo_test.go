@@ -28,6 +28,10 @@ cat > /out/results.sarif <<EOF
 EOF
 `
 
+// leakedToken is what a failing scanner prints on stderr: the detail
+// shown for it is redacted.
+const leakedToken = "ghp_" + "R2d2C3poBB8Luke5Leia7Han0Solo9Yoda1Xw"
+
 // TestReviewRunWithBYOScanners: the policy names four bring-your-own
 // scanners. The instance allows acme (which reports the shell injection),
 // broken (which fails) and absent (which the runner's lockfile lacks), not
@@ -40,7 +44,7 @@ func TestReviewRunWithBYOScanners(t *testing.T) {
 	acme := testenv.BYOImage(t, map[string]string{sast.BYORunCommand: acmeShell})
 	lock := testenv.LockWithBYO(t, map[string]string{
 		"acme": acme, "unlisted": acme,
-		"broken": testenv.BYOImage(t, map[string]string{sast.BYORunCommand: "#!/bin/sh\necho 'license expired' >&2\nexit 3\n"}),
+		"broken": testenv.BYOImage(t, map[string]string{sast.BYORunCommand: "#!/bin/sh\necho 'license expired for " + leakedToken + "' >&2\nexit 3\n"}),
 	})
 	w := newWorld(t)
 	models := &scripts{}
@@ -94,6 +98,9 @@ func TestReviewRunWithBYOScanners(t *testing.T) {
 		if !strings.HasPrefix(details[tool], says) {
 			t.Errorf("%s in the payload: %q, want %q…", tool, details[tool], says)
 		}
+	}
+	if strings.Contains(details["byo:broken"], leakedToken) || !strings.Contains(details["byo:broken"], "license expired") {
+		t.Errorf("the failing scanner's stderr in the payload: %q", details["byo:broken"])
 	}
 	if len(p.Inline) != 1 || !slices.Contains(p.Inline[0].Tools, "byo:acme") {
 		t.Errorf("inline %+v", p.Inline)

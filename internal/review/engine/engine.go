@@ -206,8 +206,10 @@ func (o *Output) PayloadSAST(off bool) *review.PayloadSAST {
 			if detail == "" && len(t.Errors) > 0 {
 				detail = t.Errors[0]
 			}
+			// The detail can quote a scanner's stderr (a BYO image's
+			// included): redacted and capped like every stored text.
 			ps.Tools = append(ps.Tools, review.PayloadToolRun{Tool: string(t.Tool), Status: t.Status, Findings: count[string(t.Tool)],
-				Detail: detail})
+				Detail: review.SafeText(detail, 500)})
 		}
 		ps.NotScannedDropped += r.NotScannedDropped
 		for _, n := range r.NotScanned {
