@@ -21,11 +21,15 @@ set -e
 test -f /work/scan-request.json
 line=$(grep -n 'shell=True' /work/changed/0/f.py | head -n 1 | cut -d: -f1)
 go=$(grep -n 'password' /work/src/pkg/a.go | head -n 1 | cut -d: -f1)
+net=no
+if wget -q -T 2 -O /dev/null http://1.1.1.1/ 2>/dev/null || nc -w 2 1.1.1.1 80 </dev/null 2>/dev/null; then net=yes; fi
+ro=yes
+if touch /opt/quavon/written 2>/dev/null; then ro=no; fi
 cat > /out/results.sarif <<EOF
 {"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "acme", "rules": [
   {"id": "ACME-SHELL", "name": "Shell built from input", "properties": {"tags": ["external/cwe/cwe-78"], "security-severity": "8.0"}}]}},
  "results": [
-  {"ruleId": "ACME-SHELL", "message": {"text": "shell=True with a variable (uid $(id -u))"},
+  {"ruleId": "ACME-SHELL", "message": {"text": "shell=True with a variable (uid $(id -u), network $net, read-only root $ro)"},
    "locations": [{"physicalLocation": {"artifactLocation": {"uri": "changed/0/f.py"}, "region": {"startLine": $line}}}]},
   {"ruleId": "ACME-OLD", "level": "note", "message": {"text": "an unchanged line"},
    "locations": [{"physicalLocation": {"artifactLocation": {"uri": "file:///work/changed/0/f.py"}, "region": {"startLine": 1}}}]},
@@ -114,7 +118,7 @@ func TestBYOScannersInTheSandbox(t *testing.T) {
 	// Line 7 of app.py and line 3 of pkg/a.go are changed; line 1 of
 	// app.py is not: that result is left out.
 	if f := got["ACME-SHELL"]; len(got) != 2 || f.Path != "app.py" || f.StartLine != 7 || f.CWE != "CWE-78" ||
-		f.Severity != sast.SeverityHigh || f.Tool != "byo:acme" || !strings.Contains(f.Message, "uid 65532") {
+		f.Severity != sast.SeverityHigh || f.Tool != "byo:acme" || !strings.Contains(f.Message, "uid 65532, network no, read-only root yes") {
 		t.Errorf("acme findings %+v", acme.Report.Findings)
 	}
 	if f := got["ACME-PW"]; f.Path != "pkg/a.go" || f.StartLine != 3 {

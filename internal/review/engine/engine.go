@@ -4,7 +4,9 @@
 // internal/scan's plan), the LLM review (internal/agent's loop with the
 // read-only tools over the head tree, report_finding and finish, one loop
 // per file group under a token budget), the scanners (one sandbox job,
-// exactly as `quavon scan`), and the join (internal/review): every model
+// exactly as `quavon scan`, then one job per bring-your-own scanner image
+// the policy names and the instance allows: scan.RunBYO), and the join
+// (internal/review): every model
 // finding verified on changed lines with its quote, deterministic findings
 // badged and grouped across tools.
 //
