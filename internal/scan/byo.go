@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/quavon/quavon/internal/sandbox"
@@ -58,19 +59,24 @@ func (p *Plan) byoOutcome(ctx context.Context, name string, run sast.BYORun, opt
 	return &BYOOutcome{Name: name, Report: rep}
 }
 
-// RunBYO runs BYO scanner name (image class byo:<name>) over the plan's
-// snapshot, the one the scanners job gets, in a job of the same shape:
-// signed, no network, the scanners job's limits with a built-in tool's
-// timeout as its wall clock. The image runs sast.BYORunCommand and returns
-// sast.BYOArtefact. How the job ended is the tool's status: an image class
-// the runner's lockfile lacks, or an image without the command (exit 127),
-// is missing; the wall clock is timed_out; anything else that is not exit
-// 0 with a log (a job that could not be sent or got no answer included),
-// or a log the parser refuses, is failed. Only a cancelled context is an
+// RunBYO runs BYO scanners names (image class byo:<name> each) over the
+// plan's snapshot, the one the scanners job gets, each in a job of the
+// same shape: signed, no network, the scanners job's limits with a
+// built-in tool's timeout as its wall clock. The jobs go to the sandbox
+// at once (the runner's concurrency decides how many run together), so
+// the review waits for the slowest, not for their sum. Each image runs
+// sast.BYORunCommand and returns sast.BYOArtefact. How its job ended is the
+// tool's status: an image class the runner's lockfile lacks, or an image
+// without the command (exit 127), is missing; the wall clock is timed_out;
+// anything else that is not exit 0 with a log (a job that could not be
+// sent or got no answer included), or a log the parser refuses, is failed.
+// Outcomes are in the order of names. Only a cancelled context is an
 // error.
-func RunBYO(ctx context.Context, client *valkeyq.Client, plan *Plan, name string, opt BYOOptions) (*BYOOutcome, error) {
-	if !sast.ValidBYOName(name) {
-		return nil, fmt.Errorf("scan.RunBYO: %q is not a byo image name", name)
+func RunBYO(ctx context.Context, client *valkeyq.Client, plan *Plan, names []string, opt BYOOptions) ([]*BYOOutcome, error) {
+	for _, name := range names {
+		if !sast.ValidBYOName(name) {
+			return nil, fmt.Errorf("scan.RunBYO: %q is not a byo image name", name)
+		}
 	}
 	if opt.TenantID == "" {
 		opt.TenantID = "local"
@@ -78,35 +84,66 @@ func RunBYO(ctx context.Context, client *valkeyq.Client, plan *Plan, name string
 	if opt.Timeout <= 0 {
 		opt.Timeout = 5 * time.Minute
 	}
-	class := sast.BYOPrefix + name
+	outs := make([]*BYOOutcome, len(names))
 	if len(plan.Files) == 0 {
-		return plan.byoOutcome(ctx, name, sast.BYORun{Status: sast.StatusNoFiles}, opt.Normalise), nil
+		for i, name := range names {
+			outs[i] = plan.byoOutcome(ctx, name, sast.BYORun{Status: sast.StatusNoFiles}, opt.Normalise)
+		}
+		return outs, nil
+	}
+	if len(names) == 0 {
+		return outs, nil
 	}
 	dir, err := os.MkdirTemp("", "quavon-byo-")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	// One snapshot directory for every job; the plan is read only here
+	// and below, never from the goroutines.
 	if err := plan.Tree(ctx, dir, sast.Request{TimeoutSeconds: int(opt.Timeout / time.Second)}); err != nil {
 		return nil, fmt.Errorf("snapshot: %w", err)
 	}
 	limits := DefaultJobLimits
 	limits.WallClockSeconds = min(limits.WallClockSeconds, max(int64(opt.Timeout/time.Second), 1))
-	res, err := client.Run(ctx, valkeyq.JobSpec{
-		TenantID: opt.TenantID, Purpose: sandbox.PurposeSAST, ImageClass: class,
-		RunCommand: sast.BYORunCommand, Egress: sandbox.Egress{Mode: sandbox.EgressNone},
-		Env:    map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true", sandbox.EnvNoColor: "1"},
-		Limits: limits, Artefacts: []string{sast.BYOArtefact}, TTL: 2 * time.Minute,
-	}, dir, "")
+	type answer struct {
+		res *sandbox.SandboxResult
+		err error
+	}
+	answers := make([]answer, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := client.Run(ctx, valkeyq.JobSpec{
+				TenantID: opt.TenantID, Purpose: sandbox.PurposeSAST, ImageClass: sast.BYOPrefix + name,
+				RunCommand: sast.BYORunCommand, Egress: sandbox.Egress{Mode: sandbox.EgressNone},
+				Env:    map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true", sandbox.EnvNoColor: "1"},
+				Limits: limits, Artefacts: []string{sast.BYOArtefact}, TTL: 2 * time.Minute,
+			}, dir, "")
+			answers[i] = answer{res, err}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	for i, name := range names {
+		outs[i] = plan.byoResult(ctx, name, answers[i].res, answers[i].err, limits, opt.Normalise)
+	}
+	return outs, nil
+}
+
+// byoResult is the outcome of BYO scanner name's job.
+func (p *Plan) byoResult(ctx context.Context, name string, res *sandbox.SandboxResult, err error, limits sandbox.Limits, opt sast.Options) *BYOOutcome {
+	class := sast.BYOPrefix + name
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
 		why := "the sandbox job did not run: " + err.Error()
 		if errors.Is(err, valkeyq.ErrResultTimeout) {
 			why = "no sandbox runner answered before the job's deadline"
 		}
-		return plan.byoOutcome(ctx, name, sast.BYORun{Status: sast.StatusFailed, Error: why}, opt.Normalise), nil
+		return p.byoOutcome(ctx, name, sast.BYORun{Status: sast.StatusFailed, Error: why}, opt)
 	}
 	run := sast.BYORun{Status: sast.StatusOK}
 	sarif, hasLog := res.Artefacts[sast.BYOArtefact]
@@ -128,7 +165,7 @@ func RunBYO(ctx context.Context, client *valkeyq.Client, plan *Plan, name string
 	default:
 		run.SARIF = []byte(sarif)
 	}
-	out := plan.byoOutcome(ctx, name, run, opt.Normalise)
+	out := p.byoOutcome(ctx, name, run, opt)
 	out.ImageDigest, out.SandboxMillis = res.ImageDigest, res.DurationMillis
-	return out, nil
+	return out
 }

@@ -294,15 +294,26 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 		}
 		// Bring-your-own scanners: only those the instance allows, each in
 		// its own job of the same shape over the same change.
+		var allowed []string
+		refused := map[string]*scan.BYOOutcome{}
 		for _, name := range in.SAST.BYO {
 			if !slices.Contains(in.BYOAllowed, name) {
-				out.BYO = append(out.BYO, plan.Refused(name, "the instance does not allow this scanner image (QUAVON_SAST_BYO_SCANNERS)", normalise))
+				refused[name] = plan.Refused(name, "the instance does not allow this scanner image (QUAVON_SAST_BYO_SCANNERS)", normalise)
 				continue
 			}
-			progress(fmt.Sprintf("scanner %s%s over %d changed file(s) in the sandbox", sast.BYOPrefix, name, len(plan.Files)))
-			b, err := scan.RunBYO(ctx, in.Sandbox, plan, name, scan.BYOOptions{TenantID: in.TenantID, Normalise: normalise})
-			if err != nil {
-				return nil, err
+			allowed = append(allowed, name)
+		}
+		if len(allowed) > 0 {
+			progress(fmt.Sprintf("%d bring-your-own scanner(s) over %d changed file(s) in the sandbox", len(allowed), len(plan.Files)))
+		}
+		ran, err := scan.RunBYO(ctx, in.Sandbox, plan, allowed, scan.BYOOptions{TenantID: in.TenantID, Normalise: normalise})
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range in.SAST.BYO { // policy order
+			b := refused[name]
+			if b == nil {
+				b, ran = ran[0], ran[1:]
 			}
 			out.BYO = append(out.BYO, b)
 			det = append(det, b.Report.Findings...)
