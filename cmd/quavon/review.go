@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type reviewOptions struct {
 	MaxFindings  int
 	NoScanners   bool
 	Instructions string
+	// BYO are bring-your-own scanner images (byo names of the image
+	// lockfile) to run besides the scanners.
+	BYO []string
 	// model replaces the configured model (tests).
 	model llm.Model
 	// sandbox replaces the local sandbox (tests).
@@ -77,6 +81,7 @@ func newReviewCmd(e *env, runF func(context.Context, *reviewOptions) error) *cob
 	f.IntVar(&o.MaxFindings, "max-findings", 50, "scanner findings kept, the most severe first (`N`)")
 	f.BoolVar(&o.NoScanners, "no-scanners", false, "skip the scanners (the model only)")
 	f.StringVar(&o.Instructions, "instructions", "", "your own guidance to the reviewer (`TEXT`, at most 4096 bytes)")
+	f.StringArrayVar(&o.BYO, "byo", nil, "also run the bring-your-own scanner image byo:`NAME` of the image lockfile (repeatable, at most 8)")
 	return cmd
 }
 
@@ -94,6 +99,14 @@ func runReview(ctx context.Context, o *reviewOptions) error {
 	}
 	if len(o.Instructions) > policy.MaxInstructionsBytes || o.MaxFindings < 1 || o.MaxFindings > 25000 {
 		return fail(errors.New("--instructions wants at most 4096 bytes, --max-findings 1..25000"))
+	}
+	if len(o.BYO) > sast.MaxBYOScanners {
+		return fail(fmt.Errorf("--byo: at most %d images", sast.MaxBYOScanners))
+	}
+	for _, name := range o.BYO {
+		if !sast.ValidBYOName(name) {
+			return fail(fmt.Errorf("--byo %q: want the byo name of an image in the lockfile (no byo: prefix)", name))
+		}
 	}
 	cfg, err := config.LoadReview(scanapp.Environ(o.env.environ))
 	if err != nil {
@@ -144,8 +157,11 @@ func runReview(ctx context.Context, o *reviewOptions) error {
 	rp.Instructions = o.Instructions
 	sp := policy.Default().Features.SAST
 	sp.MaxFindings = o.MaxFindings
+	// Locally the user is the instance's admin: the images named run
+	// when the lockfile has them.
+	sp.BYO = slices.Compact(slices.Sorted(slices.Values(o.BYO)))
 	in := engine.Input{Repo: r, MergeBase: plan.MergeBase, Head: head, Review: rp, SAST: sp, SASTOff: o.NoScanners,
-		Model: model, TenantID: "local",
+		BYOAllowed: sp.BYO, Model: model, TenantID: "local",
 		Progress: func(s string) { fmt.Fprintf(stderr, "quavon review: %s (%.1fs)\n", s, time.Since(start).Seconds()) }}
 	if sandbox != nil {
 		in.Sandbox = sandbox
@@ -163,9 +179,9 @@ func runReview(ctx context.Context, o *reviewOptions) error {
 	if model != nil {
 		res.Model = model.Info().Model
 	}
-	if out.Scan != nil {
-		res.Scanners = out.Scan.Report.Tools
-		res.NotScanned = out.Scan.Report.NotScanned
+	if rep := out.SASTReport(); rep != nil {
+		res.Scanners = rep.Tools
+		res.NotScanned = rep.NotScanned
 	}
 	switch o.Format {
 	case "text":
@@ -217,7 +233,7 @@ func (r *reviewResult) incomplete(noScanners bool, out *engine.Output) bool {
 	if r.ModelFailed != "" || (!noScanners && r.SASTFailed != "") {
 		return true
 	}
-	return out.Scan != nil && out.Scan.Incomplete()
+	return out.SASTIncomplete()
 }
 
 func (r *reviewResult) text(w io.Writer, withModel, noScanners bool) error {
@@ -295,8 +311,8 @@ func (r *reviewResult) github(w io.Writer) error {
 // as one more run of the driver quavon-review.
 func (r *reviewResult) sarif(w io.Writer, out *engine.Output, source func(string) ([]byte, bool)) error {
 	rep := sast.Report{Tools: []sast.ToolRun{}, Findings: []sast.Finding{}, NotScanned: []sast.NotScanned{}}
-	if out.Scan != nil {
-		rep = *out.Scan.Report
+	if r := out.SASTReport(); r != nil {
+		rep = *r
 	}
 	data, err := sast.SARIF(rep, sast.SARIFOptions{Source: source})
 	if err != nil {

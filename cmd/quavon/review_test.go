@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/llm/llmfake"
+	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -103,5 +105,53 @@ func TestReviewCommandWithoutModel(t *testing.T) {
 	err = run(context.Background(), []string{"review", "-C", dir, "--format", "xml"}, nil, &out, &errOut)
 	if scanExitCode(err) != exitError {
 		t.Errorf("--format xml: %v", err)
+	}
+}
+
+// quavon review --byo: a bring-your-own scanner image of the lockfile runs
+// in the local sandbox beside the scanners; its finding joins bandit's on
+// the same line and weakness, and an image the lockfile lacks is reported
+// missing (the review is then incomplete, unless a finding fails it).
+func TestReviewCommandBYO(t *testing.T) {
+	testenv.Program(t, "redis-server")
+	testenv.Docker(t)
+	acme := testenv.BYOImage(t, map[string]string{sast.BYORunCommand: "#!/bin/sh\n" +
+		`printf '{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"acme","rules":[{"id":"ACME-SHELL","properties":{"tags":["CWE-78"]}}]}},` +
+		`"results":[{"ruleId":"ACME-SHELL","level":"error","message":{"text":"shell"},` +
+		`"locations":[{"physicalLocation":{"artifactLocation":{"uri":"changed/0/f.py"},"region":{"startLine":5}}}]}]}]}' > /out/results.sarif` + "\n"})
+	env := []string{"QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.LockWithBYO(t, map[string]string{"acme": acme}),
+		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)}
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"review", "-C", gitRepo(t), "--base", "main", "--byo", "acme", "--byo", "absent",
+		"--format", "json"}, env, &out, &errOut)
+	if code := scanExitCode(err); code != exitFindings {
+		t.Fatalf("exit %d (%v)\nstderr: %s", code, err, errOut.String())
+	}
+	var res struct {
+		Findings []struct {
+			StartLine int
+			Tools     []string
+		}
+		Scanners []sast.ToolRun `json:"scanners"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		t.Fatal(err)
+	}
+	st := map[sast.Tool]sast.Status{}
+	for _, r := range res.Scanners {
+		st[r.Tool] = r.Status
+	}
+	if st["byo:acme"] != sast.StatusOK || st["byo:absent"] != sast.StatusMissing || st["bandit"] != sast.StatusOK {
+		t.Errorf("scanners %v", st)
+	}
+	joined := false
+	for _, f := range res.Findings {
+		joined = joined || (f.StartLine == 5 && slices.Contains(f.Tools, "bandit") && slices.Contains(f.Tools, "byo:acme"))
+	}
+	if !joined {
+		t.Errorf("findings %s", out.String())
+	}
+	if err := run(context.Background(), []string{"review", "-C", gitRepo(t), "--byo", "byo:acme"}, env, &out, &errOut); scanExitCode(err) != exitError {
+		t.Errorf("--byo byo:acme: %v", err)
 	}
 }

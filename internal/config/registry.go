@@ -201,6 +201,7 @@ var registry = []Setting{
 	{Name: "QUAVON_WORKER_FIX_CONCURRENCY", Default: "2", group: gWorker, Doc: "jobs of the `fix` queue (issue events, fix runs) one worker runs at once"},
 	{Name: "QUAVON_WORKER_MAINTENANCE_CONCURRENCY", Default: "1", group: gWorker, Doc: "jobs of the `maintenance` queue (retention sweep, approval expiry) one worker runs at once"},
 	{Name: "QUAVON_WORKER_SHUTDOWN_GRACE", Default: "30s", group: gWorker, Doc: "on SIGTERM, how long running jobs may finish; then they are cancelled, roll back and fail with the reason (retried later)"},
+	{Name: "QUAVON_SAST_BYO_SCANNERS", group: gWorker, Doc: "bring-your-own scanner images repositories may run (`features.sast.byo`): comma-separated `byo` names of the runner's image lockfile, each also in that lockfile; empty: none. A name a policy lists that is not here is reported as a missing scanner"},
 	{Name: "QUAVON_WORKER_METRICS_LISTEN", Default: ":9090", group: gWorker, Doc: "where `quavon-worker` serves Prometheus `/metrics` (its only listener); empty: off"},
 
 	{Name: "QUAVON_GITHUB_REVIEW_APP_SLUG", group: gReviewApp, Doc: "the review app's slug. quavon-publisher (required): reconcile trusts only reviews by `<slug>[bot]` and check runs of that app; quavon-worker: `@<slug> review` comments force a review (empty: commands off)"},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,17 +13,19 @@ func TestWorkerSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Worker != (Worker{ReviewConcurrency: 2, FixConcurrency: 2, MaintenanceConcurrency: 1, ShutdownGrace: 30 * time.Second}) {
+	if !reflect.DeepEqual(c.Worker, Worker{ReviewConcurrency: 2, FixConcurrency: 2, MaintenanceConcurrency: 1, ShutdownGrace: 30 * time.Second}) {
 		t.Fatalf("defaults %+v", c.Worker)
 	}
 	c, err = LoadWorker([]string{"QUAVON_WORKER_REVIEW_CONCURRENCY=8", "QUAVON_WORKER_FIX_CONCURRENCY=1",
-		"QUAVON_WORKER_MAINTENANCE_CONCURRENCY=2", "QUAVON_WORKER_SHUTDOWN_GRACE=0s"})
-	if err != nil || c.Worker != (Worker{ReviewConcurrency: 8, FixConcurrency: 1, MaintenanceConcurrency: 2}) {
+		"QUAVON_WORKER_MAINTENANCE_CONCURRENCY=2", "QUAVON_WORKER_SHUTDOWN_GRACE=0s", "QUAVON_SAST_BYO_SCANNERS=acme-lint, corp.sec_2"})
+	if err != nil || !reflect.DeepEqual(c.Worker, Worker{ReviewConcurrency: 8, FixConcurrency: 1, MaintenanceConcurrency: 2,
+		BYOScanners: []string{"acme-lint", "corp.sec_2"}}) {
 		t.Fatalf("%+v %v", c.Worker, err)
 	}
 	for _, env := range []string{"QUAVON_WORKER_REVIEW_CONCURRENCY=0", "QUAVON_WORKER_FIX_CONCURRENCY=lots",
 		"QUAVON_WORKER_MAINTENANCE_CONCURRENCY=17", "QUAVON_WORKER_SHUTDOWN_GRACE=1h", "QUAVON_WORKER_SHUTDOWN_GRACE=-1s",
-		"QUAVON_WORKER_SHUTDOWN_GRACE=30"} {
+		"QUAVON_WORKER_SHUTDOWN_GRACE=30", "QUAVON_SAST_BYO_SCANNERS=byo:acme", "QUAVON_SAST_BYO_SCANNERS=acme,,x",
+		"QUAVON_SAST_BYO_SCANNERS=../etc"} {
 		name, _, _ := strings.Cut(env, "=")
 		if _, err := LoadWorker([]string{env}); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: %v", env, err)

@@ -63,7 +63,7 @@ func TestDiffCoversEveryField(t *testing.T) {
 			"limits":{"maxSteps":1,"maxSandboxRuns":1,"runWallClockSeconds":60,"maxFiles":1,"maxChangedLines":1,
 				"cpuMillis":100,"memoryBytes":67108864,"wallClockSeconds":10,"setupSeconds":1}},
 		"sast":{"mode":"on","scanners":["ruff"],"contextLines":0,"maxFindings":1,"uploadSarif":true,
-			"profile":"audit","disabledRules":["bandit:B101"],"testPaths":["qa/**"]},
+			"profile":"audit","disabledRules":["bandit:B101"],"testPaths":["qa/**"],"byo":["acme-lint"]},
 		"acceptance":{"mode":"on"}}}`)
 	got := Diff(Default(), p)
 	leaves := countLeaves(reflect.TypeOf(Policy{})) - 1 // version cannot differ

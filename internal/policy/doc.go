@@ -56,7 +56,8 @@
 //	      "uploadSarif": false,
 //	      "profile": "review",
 //	      "disabledRules": ["eslint:security/detect-non-literal-fs-filename"],
-//	      "testPaths": ["qa/**"]
+//	      "testPaths": ["qa/**"],
+//	      "byo": ["acme-lint"]
 //	    },
 //	    "acceptance": {
 //	      "mode": "shadow"
@@ -66,7 +67,7 @@
 //
 // The example differs from the defaults in fix.mode (default "off"),
 // triggerLabels, the three commands, egress (default "none"), registries,
-// deniedPaths, sast.disabledRules and sast.testPaths (default []).
+// deniedPaths, sast.disabledRules, sast.testPaths and sast.byo (default []).
 //
 // # Fields
 //
@@ -147,6 +148,14 @@
 //   - testPaths: up to 100 unique path patterns (below) of test files
 //     beyond the languages' conventions (sast.IsTestPath: *_test.go,
 //     test_*.py, *.test.js, tests/, testdata/, __tests__/ …).
+//   - byo: up to 8 unique names of bring-your-own scanner images (default
+//     []). Each runs as image class byo:<name> in its own sandbox job of
+//     the scanners job's shape (same snapshot, no network, no higher
+//     limits) and its SARIF joins the findings as tool "byo:<name>". The
+//     instance decides which names may run: one missing from the worker's
+//     QUAVON_SAST_BYO_SCANNERS, or from the runner's image lockfile, is
+//     not run and is reported as a missing scanner with the reason (the
+//     policy itself stays valid, as it does when an instance changes).
 //
 // features.acceptance (the acceptance-criteria check):
 //   - mode: "off" | "shadow" (default: checked and stored in ac_checks,

@@ -283,7 +283,7 @@ func Marshal(p Policy) ([]byte, error) {
 			*s = []string{}
 		}
 	}
-	for _, s := range []*[]string{&p.Features.SAST.DisabledRules, &p.Features.SAST.TestPaths} {
+	for _, s := range []*[]string{&p.Features.SAST.DisabledRules, &p.Features.SAST.TestPaths, &p.Features.SAST.BYO} {
 		if *s == nil {
 			*s = []string{}
 		}

@@ -181,6 +181,13 @@ func TestParseRefusesEachField(t *testing.T) {
 		{"disabled rules too many", sastDoc(`"disabledRules":` + list(MaxDisabledRules+1, func(i int) string { return fmt.Sprint("bandit:B", i) })), "/features/sast/disabledRules", CodeTooMany},
 		{"test path invalid", sastDoc(`"testPaths":["/abs/**"]`), "/features/sast/testPaths/0", CodeInvalidPattern},
 		{"test paths too many", sastDoc(`"testPaths":` + list(MaxPatterns+1, func(i int) string { return fmt.Sprint("p", i) })), "/features/sast/testPaths", CodeTooMany},
+		{"byo name with a class prefix", sastDoc(`"byo":["byo:acme"]`), "/features/sast/byo/0", CodeInvalidEnum},
+		{"byo name upper case", sastDoc(`"byo":["Acme"]`), "/features/sast/byo/0", CodeInvalidEnum},
+		{"byo name a path", sastDoc(`"byo":["../acme"]`), "/features/sast/byo/0", CodeInvalidEnum},
+		{"byo name empty", sastDoc(`"byo":[""]`), "/features/sast/byo/0", CodeInvalidEnum},
+		{"byo name twice", sastDoc(`"byo":["acme","acme"]`), "/features/sast/byo/1", CodeDuplicate},
+		{"byo too many", sastDoc(`"byo":` + list(sast.MaxBYOScanners+1, func(i int) string { return fmt.Sprint("s", i) })), "/features/sast/byo", CodeTooMany},
+		{"byo not a list", sastDoc(`"byo":"acme"`), "/features/sast/byo", CodeInvalidType},
 
 		{"acceptance mode unknown", `{"features":{"acceptance":{"mode":"strict"}}}`, "/features/acceptance/mode", CodeInvalidEnum},
 		{"acceptance mode auto", `{"features":{"acceptance":{"mode":"auto"}}}`, "/features/acceptance/mode", CodeInvalidEnum},
@@ -243,6 +250,9 @@ func TestParseAcceptsBounds(t *testing.T) {
 		{"profile defaults to review", sastDoc(`"mode":"on"`), func(p Policy) bool { return p.Features.SAST.Profile == sast.ProfileReview }},
 		{"audit profile, muted rules, test paths", sastDoc(`"profile":"audit","disabledRules":["bandit:B101","eslint:security/detect-object-injection","gitleaks:github-pat","ast-grep:quavon-python-weak-hash"],"testPaths":["qa/**","**/*_check.py"]`), func(p Policy) bool {
 			return p.Features.SAST.Profile == sast.ProfileAudit && len(p.Features.SAST.DisabledRules) == 4 && len(p.Features.SAST.TestPaths) == 2
+		}},
+		{"byo scanners", sastDoc(`"byo":["acme-lint","corp.sec_2"]`), func(p Policy) bool {
+			return reflect.DeepEqual(p.Features.SAST.BYO, []string{"acme-lint", "corp.sec_2"})
 		}},
 		{"scanners reordered", sastDoc(`"scanners":["ruff","gosec"]`), func(p Policy) bool { return p.Features.SAST.Scanners[0] == sast.ToolRuff }},
 		{"every mode on", `{"features":{"fix":{"mode":"auto","reviewFixes":"commit"},"sast":{"mode":"on"},"acceptance":{"mode":"on"}}}`, func(p Policy) bool {

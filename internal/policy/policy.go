@@ -157,6 +157,10 @@ type SAST struct {
 	// conventions (sast.IsTestPath); the review profile applies its
 	// reduced rule set to them.
 	TestPaths []string `json:"testPaths"`
+	// BYO names the instance's bring-your-own scanner images (byo:<name>
+	// in the runner's image lockfile) to run besides the scanners; a name
+	// the instance does not allow is reported missing, with the reason.
+	BYO []string `json:"byo"`
 }
 
 // Acceptance configures the acceptance-criteria check on reviews.

@@ -243,6 +243,11 @@ func (c *checker) sast(base string, s SAST) {
 		}
 	})
 	list(c, base+"/testPaths", s.TestPaths, MaxPatterns, strings.ToLower, c.pattern)
+	list(c, base+"/byo", s.BYO, sast.MaxBYOScanners, nil, func(p, name string) {
+		if !sast.ValidBYOName(name) {
+			c.add(p, CodeInvalidEnum, "want the name of a byo image of the instance's lockfile ([a-z0-9][a-z0-9._-], at most 63)")
+		}
+	})
 }
 
 // list checks the length of vs, each entry with item and duplicates under

@@ -183,3 +183,10 @@ func (r RejectReason) Message() string {
 	}
 	return "the job was refused"
 }
+
+// UnknownImageClass is the Error of the failed result of a job whose image
+// class is not in the runner's lockfile (nothing ran), so that a caller
+// can tell an image the instance does not have from one that failed.
+func UnknownImageClass(class string) string {
+	return fmt.Sprintf("image class %q is not in this runner's lockfile", clip(class))
+}

@@ -94,7 +94,7 @@ func (s Severity) Valid() bool { _, ok := severityRank[s]; return ok }
 
 // Validate reports why f is not a finding Parse may return, or nil.
 func (f Finding) Validate() error {
-	if !f.Tool.Valid() {
+	if !f.Tool.known() {
 		return fmt.Errorf("unknown tool %q", f.Tool)
 	}
 	return f.validateFields()

@@ -164,15 +164,7 @@ func (r *Report) notScanned(n NotScanned) {
 //  8. the rest are sorted by severity, path, line, tool and rule, and the
 //     first MaxFindings kept; Dropped counts the others.
 func Normalise(in Input, opt Options) Report {
-	ctxLines := min(max(opt.ContextLines, 0), MaxContextLines)
-	maxFindings := opt.MaxFindings
-	if maxFindings <= 0 {
-		maxFindings = DefaultMaxFindings
-	}
-	maxFindings = min(maxFindings, MaxMaxFindings)
-	if opt.Profile == "" {
-		opt.Profile = ProfileReview
-	}
+	ctxLines, maxFindings := normaliseBounds(&opt)
 	root := in.Root
 	if root == "" {
 		root = in.Manifest.Root
@@ -285,17 +277,24 @@ func Normalise(in Input, opt Options) Report {
 		run.NotCovered = nil // now in rep.NotScanned
 		rep.Tools = append(rep.Tools, run)
 	}
+	rep.keep(all, index, in.Changed, ctxLines, maxFindings, opt, src)
+	return rep
+}
+
+// keep is Normalise's steps 4 to 8 over the parsed findings of every tool:
+// fingerprints, the changed-line filter, merging, the profile and the cap.
+func (rep *Report) keep(all []Finding, index map[string]int, changed ChangedLines, ctxLines, maxFindings int, opt Options, src *sourceCache) {
 	all = fingerprintAll(all, src)
 
 	seen := map[string]bool{}
 	var kept []Finding
 	for _, f := range all {
-		_, changed := index[f.Path]
-		if f.Unmapped != "" && (changed || len(in.Changed[f.Path]) > 0) {
+		_, inFiles := index[f.Path]
+		if f.Unmapped != "" && (inFiles || len(changed[f.Path]) > 0) {
 			kept = append(kept, f)
 			continue
 		}
-		if !in.Changed.Contains(f.Path, f.StartLine, f.StartLine, ctxLines) {
+		if !changed.Contains(f.Path, f.StartLine, f.StartLine, ctxLines) {
 			rep.OutsideChange++
 			continue
 		}
@@ -324,7 +323,6 @@ func Normalise(in Input, opt Options) Report {
 		}
 		rep.Findings = append(rep.Findings, f)
 	}
-	return rep
 }
 
 // addNote keeps the first reason given for a file.

@@ -90,7 +90,7 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{}}
 	done := map[Tool]bool{}
 	for _, tr := range r.Tools {
-		if (tr.Status != StatusOK && tr.Status != StatusPartial) || !tr.Tool.Valid() || done[tr.Tool] {
+		if (tr.Status != StatusOK && tr.Status != StatusPartial) || !tr.Tool.known() || done[tr.Tool] {
 			continue
 		}
 		done[tr.Tool] = true
@@ -103,7 +103,7 @@ func SARIF(r Report, opt SARIFOptions) ([]byte, error) {
 			}
 		}
 		run := sarifRun{Tool: sarifTool{Driver: sarifDriver{
-			Name: string(tr.Tool), Version: sanitise(tr.Version, 100), InformationURI: ScannerOf(tr.Tool).InfoURI,
+			Name: string(tr.Tool), Version: sanitise(tr.Version, 100), InformationURI: tr.Tool.infoURI(),
 			Rules: []sarifRule{},
 		}}, Results: []sarifResult{}}
 		if run.Tool.Driver.InformationURI == "" {

@@ -91,7 +91,7 @@ func optionsFromConfig(ctx context.Context, cfg config.WorkerConfig, db *postgre
 	}
 	gh := &reviewjob.GitHub{Conn: conn, Tokens: broker, Cache: cache,
 		GitURL: func(r reviewjob.Repo) string { return rp.GitURL + r.FullName() + ".git" }}
-	deps := &reviewjob.Deps{Fetch: gh, PRs: gh, Issues: gh.Issues, Log: log}
+	deps := &reviewjob.Deps{Fetch: gh, PRs: gh, Issues: gh.Issues, BYOScanners: cfg.Worker.BYOScanners, Log: log}
 	fixDeps := &fixjob.Deps{GitHub: &fixjob.GitHub{Conn: conn, Tokens: broker, Cache: cache,
 		GitURL: func(r fixjob.Repo) string { return rp.GitURL + r.FullName() + ".git" }}, Log: log}
 	closers := []func(){}

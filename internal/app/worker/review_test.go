@@ -64,6 +64,13 @@ func (s *scripts) ReviewModel(ctx context.Context, tenant string) (llm.Model, *l
 // of models and the sandbox client (nil: no scanners).
 func (w *world) startReviewWorker(t *testing.T, models reviewjob.Models, sandbox *valkeyq.Client) func() error {
 	t.Helper()
+	return w.startReviewWorkerBYO(t, models, sandbox, nil)
+}
+
+// startReviewWorkerBYO is startReviewWorker with the instance's allowlist
+// of bring-your-own scanners (QUAVON_SAST_BYO_SCANNERS).
+func (w *world) startReviewWorkerBYO(t *testing.T, models reviewjob.Models, sandbox *valkeyq.Client, byo []string) func() error {
+	t.Helper()
 	b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.review}, testbroker.Options{})
 	cache, err := gitrepo.NewCache(gitrepo.CacheConfig{Dir: t.TempDir(), AllowHTTP: true})
 	if err != nil {
@@ -76,7 +83,7 @@ func (w *world) startReviewWorker(t *testing.T, models reviewjob.Models, sandbox
 		t.Fatal(err)
 	}
 	s, err := workerapp.NewWith(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		workerapp.Options{Review: &reviewjob.Deps{Fetch: gh, PRs: gh, Models: models, Sandbox: sandbox, Issues: gh.Issues,
+		workerapp.Options{Review: &reviewjob.Deps{Fetch: gh, PRs: gh, Models: models, Sandbox: sandbox, BYOScanners: byo, Issues: gh.Issues,
 			Acceptance: acceptanceOf(models)}, Commands: gh,
 			ReviewAppSlug: w.review.Slug})
 	if err != nil {
@@ -321,9 +328,15 @@ func TestReviewRunThroughTheWorker(t *testing.T) {
 // startSandbox starts an in-process runner on gVisor, as quavon scan does.
 func startSandbox(t *testing.T) *valkeyq.Client {
 	t.Helper()
+	return startSandboxWith(t, testenv.ImagesLock(t))
+}
+
+// startSandboxWith is startSandbox with the image lockfile lock.
+func startSandboxWith(t *testing.T, lock string) *valkeyq.Client {
+	t.Helper()
 	testenv.Program(t, "redis-server")
 	testenv.Docker(t)
-	cfg, err := config.LoadScan([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.ImagesLock(t),
+	cfg, err := config.LoadScan([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + lock,
 		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,9 @@
 // internal/scan's plan), the LLM review (internal/agent's loop with the
 // read-only tools over the head tree, report_finding and finish, one loop
 // per file group under a token budget), the scanners (one sandbox job,
-// exactly as `quavon scan`), and the join (internal/review): every model
+// exactly as `quavon scan`, then one job per bring-your-own scanner image
+// the policy names and the instance allows: scan.RunBYO), and the join
+// (internal/review): every model
 // finding verified on changed lines with its quote, deterministic findings
 // badged and grouped across tools.
 //
@@ -71,6 +73,10 @@ type Input struct {
 	// Model is the run's model, already inside its llm.Budget; nil skips
 	// the LLM review (scanners only).
 	Model llm.Model
+	// BYOAllowed are the bring-your-own scanner images the instance lets
+	// repositories run (QUAVON_SAST_BYO_SCANNERS); a name of SAST.BYO
+	// not among them is not run and is reported missing.
+	BYOAllowed []string
 	// Sandbox runs the scanner job; nil reports the scanners as not run.
 	Sandbox  scan.Sandbox
 	TenantID string
@@ -100,16 +106,65 @@ type Output struct {
 	// says why they did not run or return.
 	Scan       *scan.Outcome
 	SASTFailed string
+	// BYO are the bring-your-own scanners' outcomes, in policy order (one
+	// per name, run or refused).
+	BYO []*scan.BYOOutcome
 	// SASTMillis and ModelMillis are the time spent in the sandbox job and
 	// in model calls (the rest is Quavon's own).
 	SASTMillis, ModelMillis int64
 }
 
-// ToolStatuses are the scanners' statuses by tool name, for the run row.
+// reports are the scanners' report (when it returned) and each BYO
+// scanner's.
+func (o *Output) reports() []*sast.Report {
+	var out []*sast.Report
+	if o.Scan != nil {
+		out = append(out, o.Scan.Report)
+	}
+	for _, b := range o.BYO {
+		out = append(out, &b.Report)
+	}
+	return out
+}
+
+// SASTReport is the scanners job's report and every BYO scanner's in one
+// (tools, findings and what was not scanned), for `quavon review`'s
+// output; nil when nothing ran.
+func (o *Output) SASTReport() *sast.Report {
+	rs := o.reports()
+	if len(rs) == 0 {
+		return nil
+	}
+	out := sast.Report{Tools: []sast.ToolRun{}, Findings: []sast.Finding{}, NotScanned: []sast.NotScanned{}, Profile: rs[0].Profile}
+	for _, r := range rs {
+		out.Tools = append(out.Tools, r.Tools...)
+		out.Findings = append(out.Findings, r.Findings...)
+		out.NotScanned = append(out.NotScanned, r.NotScanned...)
+		out.NotScannedDropped += r.NotScannedDropped
+		out.Dropped += r.Dropped
+		out.OutsideChange += r.OutsideChange
+		out.Muted += r.Muted
+	}
+	return &out
+}
+
+// SASTIncomplete reports whether the scanners job or a BYO scanner left
+// anything of the change unscanned (sast.Report.Incomplete).
+func (o *Output) SASTIncomplete() bool {
+	for _, r := range o.reports() {
+		if r.Incomplete() {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolStatuses are the scanners' statuses by tool name (BYO scanners as
+// byo:<name>), for the run row.
 func (o *Output) ToolStatuses() map[string]string {
 	out := map[string]string{}
-	if o.Scan != nil {
-		for _, t := range o.Scan.Report.Tools {
+	for _, r := range o.reports() {
+		for _, t := range r.Tools {
 			out[string(t.Tool)] = string(t.Status)
 		}
 	}
@@ -119,52 +174,53 @@ func (o *Output) ToolStatuses() map[string]string {
 // ScannedClean reports whether tool finished over path without leaving it
 // unscanned.
 func (o *Output) ScannedClean(tool, p string) bool {
-	if o.Scan == nil {
-		return false
-	}
 	ok := false
-	for _, t := range o.Scan.Report.Tools {
-		if string(t.Tool) == tool {
-			ok = t.Status == sast.StatusOK || t.Status == sast.StatusPartial
+	for _, r := range o.reports() {
+		for _, t := range r.Tools {
+			if string(t.Tool) == tool {
+				ok = t.Status == sast.StatusOK || t.Status == sast.StatusPartial
+			}
 		}
-	}
-	for _, n := range o.Scan.Report.NotScanned {
-		if n.Path == p && (n.Tool == "" || string(n.Tool) == tool) {
-			return false
+		for _, n := range r.NotScanned {
+			if n.Path == p && (n.Tool == "" || string(n.Tool) == tool) {
+				return false
+			}
 		}
 	}
 	return ok
 }
 
-// PayloadSAST is the scanners' part of the outputs (nil when off).
+// PayloadSAST is the scanners' part of the outputs (nil when off): every
+// tool's status, the scanners job's and each BYO scanner's.
 func (o *Output) PayloadSAST(off bool) *review.PayloadSAST {
 	if off {
 		return nil
 	}
 	ps := &review.PayloadSAST{Failed: o.SASTFailed, Tools: []review.PayloadToolRun{}}
-	if o.Scan == nil {
-		return ps
-	}
-	count := map[string]int{}
-	for _, f := range o.Scan.Report.Findings {
-		count[string(f.Tool)]++
-	}
-	for _, t := range o.Scan.Report.Tools {
-		detail := t.Error
-		if detail == "" && len(t.Errors) > 0 {
-			detail = t.Errors[0]
+	for _, r := range o.reports() {
+		count := map[string]int{}
+		for _, f := range r.Findings {
+			count[string(f.Tool)]++
 		}
-		ps.Tools = append(ps.Tools, review.PayloadToolRun{Tool: string(t.Tool), Status: t.Status, Findings: count[string(t.Tool)],
-			Detail: detail})
-	}
-	ps.NotScannedDropped = o.Scan.Report.NotScannedDropped
-	for _, n := range o.Scan.Report.NotScanned {
-		if len(ps.NotScanned) == review.MaxNotScanned {
-			ps.NotScannedDropped++
-			continue
+		for _, t := range r.Tools {
+			detail := t.Error
+			if detail == "" && len(t.Errors) > 0 {
+				detail = t.Errors[0]
+			}
+			// The detail can quote a scanner's stderr (a BYO image's
+			// included): redacted and capped like every stored text.
+			ps.Tools = append(ps.Tools, review.PayloadToolRun{Tool: string(t.Tool), Status: t.Status, Findings: count[string(t.Tool)],
+				Detail: review.SafeText(detail, 500)})
 		}
-		ps.NotScanned = append(ps.NotScanned, review.PayloadNotScanned{Path: n.Path, Tool: string(n.Tool),
-			Reason: review.SafeText(n.Reason, 300)})
+		ps.NotScannedDropped += r.NotScannedDropped
+		for _, n := range r.NotScanned {
+			if len(ps.NotScanned) == review.MaxNotScanned {
+				ps.NotScannedDropped++
+				continue
+			}
+			ps.NotScanned = append(ps.NotScanned, review.PayloadNotScanned{Path: n.Path, Tool: string(n.Tool),
+				Reason: review.SafeText(n.Reason, 300)})
+		}
 	}
 	return ps
 }
@@ -210,10 +266,14 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 	}
 
 	var det []sast.Finding
+	normalise := sast.Options{ContextLines: in.SAST.ContextLines, MaxFindings: max(in.SAST.MaxFindings, 1)}
 	switch {
 	case in.SASTOff:
 	case in.Sandbox == nil:
 		out.SASTFailed = "no sandbox is configured for the scanners"
+		for _, name := range in.SAST.BYO {
+			out.BYO = append(out.BYO, plan.Refused(name, "no sandbox is configured for the scanners", normalise))
+		}
 	default:
 		progress(fmt.Sprintf("scanners over %d changed file(s) in the sandbox", len(plan.Files)))
 		tools := in.SAST.Scanners
@@ -221,9 +281,7 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 			tools = sast.Tools
 		}
 		t0 := time.Now()
-		o, err := scan.Run(ctx, in.Sandbox, plan, scan.Options{TenantID: in.TenantID, Tools: tools,
-			Normalise: sast.Options{ContextLines: in.SAST.ContextLines, MaxFindings: max(in.SAST.MaxFindings, 1)}})
-		out.SASTMillis = time.Since(t0).Milliseconds()
+		o, err := scan.Run(ctx, in.Sandbox, plan, scan.Options{TenantID: in.TenantID, Tools: tools, Normalise: normalise})
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
@@ -233,6 +291,33 @@ func Run(ctx context.Context, in Input) (*Output, error) {
 			out.Scan = o
 			det = o.Report.Findings
 		}
+		// Bring-your-own scanners: only those the instance allows, each in
+		// its own job of the same shape over the same change.
+		var allowed []string
+		refused := map[string]*scan.BYOOutcome{}
+		for _, name := range in.SAST.BYO {
+			if !slices.Contains(in.BYOAllowed, name) {
+				refused[name] = plan.Refused(name, "the instance does not allow this scanner image (QUAVON_SAST_BYO_SCANNERS)", normalise)
+				continue
+			}
+			allowed = append(allowed, name)
+		}
+		if len(allowed) > 0 {
+			progress(fmt.Sprintf("%d bring-your-own scanner(s) over %d changed file(s) in the sandbox", len(allowed), len(plan.Files)))
+		}
+		ran, err := scan.RunBYO(ctx, in.Sandbox, plan, allowed, scan.BYOOptions{TenantID: in.TenantID, Normalise: normalise})
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range in.SAST.BYO { // policy order
+			b := refused[name]
+			if b == nil {
+				b, ran = ran[0], ran[1:]
+			}
+			out.BYO = append(out.BYO, b)
+			det = append(det, b.Report.Findings...)
+		}
+		out.SASTMillis = time.Since(t0).Milliseconds()
 	}
 
 	minSev := string(in.Review.MinSeverity)

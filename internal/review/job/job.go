@@ -104,7 +104,11 @@ type Deps struct {
 	PRs     PullRequests
 	Models  Models
 	Sandbox *valkeyq.Client // nil: the scanners are reported as not run
-	Limits  engine.Limits
+	// BYOScanners are the bring-your-own scanner images the instance
+	// allows (QUAVON_SAST_BYO_SCANNERS); others a policy names are
+	// reported missing.
+	BYOScanners []string
+	Limits      engine.Limits
 	// Issues reads the repository for the acceptance-criteria check with
 	// the review app's read token; nil: the check is not run.
 	Issues func(ctx context.Context, repo Repo) (check.Reader, error)
@@ -242,7 +246,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	in := engine.Input{Repo: repoDir, MergeBase: mergeBase, Head: run.HeadSHA, Since: since, Title: title, Body: body,
 		Review: eff.Policy.Features.Review, SAST: eff.Policy.Features.SAST, SASTOff: eff.SASTMode() == policy.ModeOff,
-		TenantID: a.TenantID, Limits: w.Deps.Limits, Log: log}
+		BYOAllowed: w.Deps.BYOScanners, TenantID: a.TenantID, Limits: w.Deps.Limits, Log: log}
 	if w.Deps.Sandbox != nil {
 		in.Sandbox = &sandboxrun.Recorder{Client: w.Deps.Sandbox, DB: w.DB, Tenant: tenant, RepositoryID: run.RepositoryID,
 			ReviewRunID: run.ID}
@@ -309,7 +313,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			switch {
 			case out.Scan == nil:
 				sastPart = review.PartFailed
-			case out.Scan.Incomplete():
+			case out.SASTIncomplete():
 				sastPart = review.PartPartial
 			default:
 				sastPart = review.PartOK

@@ -96,7 +96,7 @@ func (e *Executor) fetch(ctx context.Context, ref sandbox.SnapshotRef, tenant st
 func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.SandboxResult, error) {
 	ref, err := e.images.Resolve(job.ImageClass)
 	if err != nil {
-		return failed(fmt.Sprintf("image class %q is not in this runner's lockfile", job.ImageClass), ""), nil
+		return failed(sandbox.UnknownImageClass(job.ImageClass), ""), nil
 	}
 	limits := job.Limits.Clamp(e.ceiling)
 	var pass *egressPass
