@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -97,6 +99,7 @@ func (s *Server) choices(ctx context.Context, host string, id int64, current pos
 		}
 		out = append(out, c)
 	}
+	slices.SortStableFunc(out, func(a, b tenantChoice) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) })
 	return out, nil
 }
 
