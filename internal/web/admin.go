@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -166,9 +167,14 @@ func (s *Server) grantChange(w http.ResponseWriter, r *http.Request, sess *Sessi
 	default:
 		return userErr(errBadForm, "Unknown change: want grant or revoke.")
 	}
+	// A grant's login must be a GitHub login; a revoke matches by id and
+	// takes the login as stored (for the audit entry), whatever it is.
 	login := f.Get("login")
-	if !loginRE.MatchString(login) {
+	switch {
+	case !revoke && !loginRE.MatchString(login):
 		return userErr(errBadForm, "The login must be a GitHub login (letters, digits and single hyphens, at most 39 characters).")
+	case revoke && (login == "" || len(login) > 100 || !utf8.ValidString(login)):
+		return userErr(errBadForm, "The form's login is not valid.")
 	}
 	ghID, err := strconv.ParseInt(f.Get("github_id"), 10, 64)
 	if err != nil || ghID <= 0 {

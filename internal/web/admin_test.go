@@ -136,6 +136,12 @@ func TestAdminGrantsPage(t *testing.T) {
 	if a := lastAudit(t, f, f.Seed.Tenant, "role.revoke"); a == nil || a.ActorUser != rootID {
 		t.Fatalf("revoke audit: %+v", a)
 	}
+	// A stored login need not be a GitHub login (the CLI takes any): its
+	// revoke form still works, matched by id.
+	if resp, page := change(root, tok, f.Seed.Tenant, "revoke", evil, 99999, "acme/app", repos.RoleReview); resp.StatusCode != 200 ||
+		!strings.Contains(page, "The role was revoked.") || grantCount(t, f, f.Seed.Tenant, 99999, repos.RoleReview) != 0 {
+		t.Fatalf("revoke of an odd login: %d", resp.StatusCode)
+	}
 	// Bad forms.
 	for _, tc := range []struct {
 		name       string

@@ -19,3 +19,7 @@ CREATE TABLE web_sign_ins (
 CREATE INDEX web_sign_ins_expires ON web_sign_ins (expires_at);
 ALTER TABLE web_sign_ins OWNER TO quavon_owner;
 GRANT SELECT, INSERT, DELETE ON web_sign_ins TO quavon_app;
+
+-- Sign-in and every dashboard request (the session's count of tenants, to offer switching)
+-- look identities up by host and id across tenants.
+CREATE INDEX user_identities_identity ON user_identities (host, external_id);
