@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	gh "github.com/google/go-github/v75/github"
+	"github.com/quavon/quavon/internal/postgres"
 	"golang.org/x/oauth2"
 )
 
@@ -101,8 +102,16 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	case 1:
 		err = s.bindSession(w, r, tenants[0], login, ghID, ret, "")
 	default:
-		// Several tenants know the identity: the browser chooses one.
-		err = s.holdSignIn(w, r, pendingSignIn{Host: s.cfg.Host, Login: login, ID: ghID, Return: ret})
+		// Several tenants know the identity: the browser chooses among
+		// those where it holds a role, unless there is just one.
+		var cs []tenantChoice
+		if cs, err = s.choices(ctx, s.cfg.Host, ghID, ""); err == nil {
+			if len(cs) == 1 {
+				err = s.bindSession(w, r, postgres.TenantID(cs[0].ID), login, ghID, ret, "")
+			} else {
+				err = s.holdSignIn(w, r, pendingSignIn{Host: s.cfg.Host, Login: login, ID: ghID, Return: ret})
+			}
+		}
 	}
 	if err != nil {
 		s.fail(w, r, err)

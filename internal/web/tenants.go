@@ -81,7 +81,8 @@ type chooserView struct {
 	Action  string
 }
 
-// choices reads each tenant's name and the identity's role count there.
+// choices are the tenants offered to the identity, with each one's name
+// and the identity's role count there.
 func (s *Server) choices(ctx context.Context, host string, id int64, current postgres.TenantID) ([]tenantChoice, error) {
 	tenants, err := s.identityTenants(ctx, host, id)
 	if err != nil {
@@ -98,6 +99,13 @@ func (s *Server) choices(ctx context.Context, host string, id int64, current pos
 			return nil, fmt.Errorf("web: tenant %s: %w", t, err)
 		}
 		out = append(out, c)
+	}
+	// Offered are the tenants where the identity holds a role (and the
+	// current one); only if it holds none anywhere, every tenant that knows
+	// it.
+	granted := slices.DeleteFunc(slices.Clone(out), func(c tenantChoice) bool { return c.Roles == 0 && !c.Current })
+	if len(granted) > 0 {
+		out = granted
 	}
 	slices.SortStableFunc(out, func(a, b tenantChoice) int { return strings.Compare(strings.ToLower(a.Name), strings.ToLower(b.Name)) })
 	return out, nil
@@ -210,21 +218,23 @@ func (s *Server) choose(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// chosenTenant is the posted tenant if the identity is known in it.
+// chosenTenant is the posted tenant if it is one the identity is offered
+// (choices, read again: the form is not trusted).
 func (s *Server) chosenTenant(r *http.Request, host string, id int64) (postgres.TenantID, error) {
 	want := r.PostForm.Get("tenant")
 	if !uuidRE.MatchString(want) {
 		return "", userErr(errBadForm, "The form does not name a tenant.")
 	}
-	var known bool
-	if err := s.db.Pool.QueryRow(r.Context(), `SELECT EXISTS (SELECT 1 FROM quavon_route_identity($1, $2) AS t WHERE t = $3::uuid)`,
-		host, id, want).Scan(&known); err != nil {
-		return "", fmt.Errorf("web: tenant of the identity: %w", err)
+	cs, err := s.choices(r.Context(), host, id, "")
+	if err != nil {
+		return "", err
 	}
-	if !known {
-		return "", userErr(errForbidden, "Your GitHub account holds no role in that tenant.")
+	for _, c := range cs {
+		if c.ID == want {
+			return postgres.TenantID(want), nil
+		}
 	}
-	return postgres.TenantID(want), nil
+	return "", userErr(errForbidden, "Your GitHub account holds no role in that tenant.")
 }
 
 // bindSession signs the identity in to tenant: a new session (the

@@ -15,7 +15,7 @@ import (
 )
 
 // addToTenant makes login (an emulator user) a user of another tenant with
-// role on its seeded repository.
+// role on its seeded repository (none for "").
 func addToTenant(t *testing.T, f *webtest.Fixture, s testenv.Seeded, login, role string) {
 	t.Helper()
 	acct := f.GH.AddUser(login)
@@ -24,6 +24,9 @@ func addToTenant(t *testing.T, f *webtest.Fixture, s testenv.Seeded, login, role
 		if _, err := tx.Exec(ctx, `INSERT INTO user_identities (tenant_id, user_id, host, login, external_id)
 			VALUES (quavon_current_tenant(), $1, 'github.com', $2, $3)`, s.User, login, acct.ID); err != nil {
 			return err
+		}
+		if role == "" {
+			return nil
 		}
 		_, err := tx.Exec(ctx, `INSERT INTO role_grants (tenant_id, user_id, repository_id, role) VALUES (quavon_current_tenant(), $1, $2, $3)`,
 			s.User, s.Repository, role)
@@ -57,6 +60,8 @@ func TestTenantChooserAndSwitch(t *testing.T) {
 	globex := f.CP.Seed(t, "globex", "site", "private")
 	addToTenant(t, f, globex, "alice", repos.RoleManage)
 	initech := f.CP.Seed(t, "initech", "tps", "private") // alice is not known there
+	hooli := f.CP.Seed(t, "hooli", "box", "private")
+	addToTenant(t, f, hooli, "alice", "") // known, but no role: not offered
 
 	c := f.Client(t)
 	resp := f.SignIn(t, c, "alice", "/repos")
@@ -69,8 +74,8 @@ func TestTenantChooserAndSwitch(t *testing.T) {
 			t.Errorf("the chooser lacks %q", want)
 		}
 	}
-	if strings.Contains(page, "initech") {
-		t.Error("the chooser shows a tenant that does not know the identity")
+	if strings.Contains(page, "initech") || strings.Contains(page, "hooli") {
+		t.Error("the chooser shows a tenant where the identity holds no role")
 	}
 	tok := formToken(t, page)
 	u, _ := url.Parse(f.URL)
@@ -103,6 +108,12 @@ func TestTenantChooserAndSwitch(t *testing.T) {
 		t.Errorf("a used sign-in chose again: %d", resp.StatusCode)
 	}
 
+	// A tenant that knows alice but where she holds no role is refused too.
+	page = body(t, f.SignIn(t, c, "alice", "/repos"))
+	if resp, _ = postForm(t, c, f.URL+"/auth/choose", url.Values{"form_token": {formToken(t, page)}, "tenant": {string(hooli.Tenant)}}, nil); resp.StatusCode != http.StatusForbidden || sessionCookie(t, f, c) != nil {
+		t.Fatalf("a tenant without a role: %d", resp.StatusCode)
+	}
+
 	// A fresh sign-in, then globex.
 	page = body(t, f.SignIn(t, c, "alice", "/repos"))
 	resp, page = postForm(t, c, f.URL+"/auth/choose", url.Values{"form_token": {formToken(t, page)}, "tenant": {string(globex.Tenant)}}, nil)
@@ -120,8 +131,10 @@ func TestTenantChooserAndSwitch(t *testing.T) {
 		t.Fatalf("the switch page: %s", page)
 	}
 	tok = formToken(t, page)
-	if resp, _ := postForm(t, c, f.URL+"/auth/tenants", url.Values{"form_token": {tok}, "tenant": {string(initech.Tenant)}}, nil); resp.StatusCode != http.StatusForbidden {
-		t.Errorf("switch to a forged tenant: %d", resp.StatusCode)
+	for _, forged := range []testenv.Seeded{initech, hooli} {
+		if resp, _ := postForm(t, c, f.URL+"/auth/tenants", url.Values{"form_token": {tok}, "tenant": {string(forged.Tenant)}}, nil); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("switch to a tenant without a role: %d", resp.StatusCode)
+		}
 	}
 	if resp, _ := postForm(t, c, f.URL+"/auth/tenants", url.Values{"tenant": {string(f.Seed.Tenant)}}, nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("switch without the form token: %d", resp.StatusCode)
@@ -154,14 +167,16 @@ func TestTenantChooserAndSwitch(t *testing.T) {
 	}
 }
 
-// A single-tenant user is signed in directly and offered no switching.
+// A user with roles in one tenant is signed in directly (even if another
+// tenant knows the identity without a role) and offered no switching.
 func TestSingleTenantNoChooser(t *testing.T) {
 	f := webtest.New(t, webtest.Options{})
 	f.AddUser(t, "bob", "write", repos.RoleReview)
+	addToTenant(t, f, f.CP.Seed(t, "hooli", "box", "private"), "bob", "")
 	c := f.Client(t)
 	resp := f.SignIn(t, c, "bob", "/repos")
 	page := body(t, resp)
-	if resp.Request.URL.Path != "/repos" || strings.Contains(page, `id="nav-tenants"`) {
+	if resp.Request.URL.Path != "/repos" || !strings.Contains(page, "acme/app") {
 		t.Fatalf("single tenant: %s", resp.Request.URL)
 	}
 	if resp, _ := c.Get(f.URL + "/auth/choose"); resp.StatusCode != http.StatusUnauthorized {
