@@ -12,11 +12,11 @@
 // (constant time), exchanges the code with the verifier, reads GET /user
 // once and drops the user token. The identity (host, login, id) is looked
 // up with quavon_route_identity (the one way to find a tenant without one);
-// an unknown identity is refused. An identity known in several tenants
-// chooses one (tenants.go): the confirmed identity waits in web_sign_ins
-// (hashed random cookie, ten minutes, one use), the chooser posts a plain
-// form, and the chosen tenant is checked against quavon_route_identity
-// again (403 otherwise). Switching tenants later is a new session there and
+// an unknown identity is refused. An identity with roles in several
+// tenants chooses one (tenants.go): the confirmed identity waits in
+// web_sign_ins (hashed random cookie, ten minutes, one use), the chooser
+// posts a plain form, and the chosen tenant is checked again against the
+// tenants offered (403 otherwise). Switching tenants later is a new session there and
 // the old one revoked. The return path is a local path only
 // (no scheme, host, "//", backslash or control character).
 //
