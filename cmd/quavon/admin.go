@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/quavon/quavon/internal/audit"
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/repos"
@@ -81,48 +80,12 @@ func runAdminGrant(ctx context.Context, o *adminGrantOptions) error {
 	owner, name, _ := strings.Cut(o.Repo, "/")
 	var changed bool
 	err = db.InTenant(ctx, postgres.TenantID(o.Tenant), func(tx pgx.Tx) error {
-		var repoID string
-		err := tx.QueryRow(ctx, `SELECT id::text FROM repositories WHERE host = 'github.com' AND lower(owner) = lower($1) AND lower(name) = lower($2)`,
-			owner, name).Scan(&repoID)
-		if errors.Is(err, pgx.ErrNoRows) {
+		var err error
+		changed, err = repos.ChangeGrant(ctx, tx, repos.GrantChange{Host: "github.com", ExternalID: o.GitHubID, Login: o.Login,
+			Owner: owner, Name: name, Role: o.Role, Revoke: o.Revoke}, repos.GrantActor{Name: "operator"})
+		if errors.Is(err, repos.ErrNotFound) {
 			return fmt.Errorf("%s: %w", o.Repo, errNoSuchRepo)
 		}
-		if err != nil {
-			return err
-		}
-		var userID string
-		err = tx.QueryRow(ctx, `SELECT user_id::text FROM user_identities WHERE host = 'github.com' AND external_id = $1`, o.GitHubID).Scan(&userID)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows) && o.Revoke:
-			return nil
-		case errors.Is(err, pgx.ErrNoRows):
-			if err := tx.QueryRow(ctx, `INSERT INTO users (tenant_id, display_name) VALUES (quavon_current_tenant(), $1) RETURNING id::text`, o.Login).Scan(&userID); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO user_identities (tenant_id, user_id, host, login, external_id)
-				VALUES (quavon_current_tenant(), $1, 'github.com', $2, $3)`, userID, o.Login, o.GitHubID); err != nil {
-				return err
-			}
-		case err != nil:
-			return err
-		}
-		var tag interface{ RowsAffected() int64 }
-		action := "role.grant"
-		if o.Revoke {
-			action = "role.revoke"
-			tag, err = tx.Exec(ctx, `DELETE FROM role_grants WHERE user_id = $1 AND repository_id = $2 AND role = $3`, userID, repoID, o.Role)
-		} else {
-			tag, err = tx.Exec(ctx, `INSERT INTO role_grants (tenant_id, user_id, repository_id, role) VALUES (quavon_current_tenant(), $1, $2, $3)
-				ON CONFLICT DO NOTHING`, userID, repoID, o.Role)
-		}
-		if err != nil {
-			return err
-		}
-		if changed = tag.RowsAffected() > 0; !changed {
-			return nil
-		}
-		_, err = audit.Record(ctx, tx, audit.Event{Actor: "operator", Action: action, SubjectType: "user", SubjectID: userID,
-			Metadata: map[string]any{"repository": o.Repo, "role": o.Role, "login": o.Login, "githubId": o.GitHubID}})
 		return err
 	})
 	if err != nil {

@@ -171,6 +171,16 @@ type Web struct {
 	ClientID, ClientSecretFile   string
 	SessionIdle, SessionAbsolute time.Duration
 	InsecureCookies              bool
+	// Admins are the instance admins (QUAVON_WEB_ADMINS).
+	Admins []WebAdmin
+}
+
+// WebAdmin is an instance admin's code-host identity: host and numeric
+// user id match; the login is for display only.
+type WebAdmin struct {
+	Host  string
+	ID    int64
+	Login string
 }
 
 // The per-service views.
@@ -724,7 +734,7 @@ func (r *reader) web(core Core) Web {
 		ClientID: r.vals["QUAVON_GITHUB_REVIEW_CLIENT_ID"], ClientSecretFile: r.vals["QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE"],
 		SessionIdle:     r.duration("QUAVON_WEB_SESSION_IDLE", time.Minute, 30*24*time.Hour),
 		SessionAbsolute: r.duration("QUAVON_WEB_SESSION_ABSOLUTE", time.Minute, 90*24*time.Hour),
-		InsecureCookies: r.bool("QUAVON_WEB_INSECURE_COOKIES")}
+		InsecureCookies: r.bool("QUAVON_WEB_INSECURE_COOKIES"), Admins: r.webAdmins("QUAVON_WEB_ADMINS")}
 	if w.PublicURL == "" {
 		return w
 	}
@@ -743,6 +753,40 @@ func (r *reader) web(core Core) Web {
 		r.fail("QUAVON_WEB_PUBLIC_URL %q: want https (or QUAVON_WEB_INSECURE_COOKIES=true in development)", w.PublicURL)
 	}
 	return w
+}
+
+// webAdmins reads "HOST/ID[:LOGIN],…".
+func (r *reader) webAdmins(name string) []WebAdmin {
+	var out []WebAdmin
+	seen := map[string]bool{}
+	for _, e := range strings.Split(r.vals[name], ",") {
+		e = strings.TrimSpace(e)
+		if e == "" {
+			continue
+		}
+		host, rest, ok := strings.Cut(e, "/")
+		idText, login, _ := strings.Cut(rest, ":")
+		id, err := strconv.ParseInt(idText, 10, 64)
+		switch {
+		case !ok || host == "" || strings.ContainsAny(host, " /:@") || host != strings.ToLower(host):
+			r.fail("%s entry %q: want HOST/ID or HOST/ID:LOGIN with a lower-case host (github.com/583231:octocat)", name, e)
+			continue
+		case err != nil || id <= 0 || strconv.FormatInt(id, 10) != idText:
+			r.fail("%s entry %q: the id must be the user's positive numeric id, not a login", name, e)
+			continue
+		case len(login) > 100 || strings.ContainsAny(login, " /:,"):
+			r.fail("%s entry %q: the login is 1-100 characters without spaces, slashes or colons", name, e)
+			continue
+		}
+		key := host + "/" + idText
+		if seen[key] {
+			r.fail("%s: %s is listed twice", name, key)
+			continue
+		}
+		seen[key] = true
+		out = append(out, WebAdmin{Host: host, ID: id, Login: login})
+	}
+	return out
 }
 
 func (r *reader) github() GitHub {

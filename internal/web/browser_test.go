@@ -228,14 +228,18 @@ func TestBrowserCatchesCSPViolations(t *testing.T) {
 }
 
 // TestBrowserSignInAndApprove: a maintainer signs in through the emulator,
-// opens a fix run, sees the diff and the executed-path highlight, approves
-// and sees the state change; a user without repo:review sees no approve
-// button and a forged POST from the page is refused; every page passes
-// the CSP, 375 px and axe-core checks.
+// opens a fix run, sees the diff (unified and side by side) and the
+// executed-path highlight, approves and sees the state change; as an
+// instance admin she grants a role on the grants page; a user known in two
+// tenants chooses one after sign-in; a user without repo:review sees no
+// approve button and a forged POST from the page is refused; every page
+// passes the CSP, 375 px and axe-core checks.
 func TestBrowserSignInAndApprove(t *testing.T) {
-	f := webtest.New(t, webtest.Options{})
+	f := webtest.New(t, webtest.Options{Admins: []string{"alice"}})
 	f.AddUser(t, "alice", "write", repos.RoleReview, repos.RoleManage)
 	f.AddUser(t, "carol", "write", repos.RoleManage)
+	addToTenant(t, f, f.CP.Seed(t, "globex", "site", "private"), "carol", repos.RoleReview)
+	dave := f.GH.AddUser("dave")
 	changes, base := webtest.FixPatch(10, 30, "fixed")
 	fr := f.NewFixRun(t, 21, changes, base, time.Now().Add(time.Hour))
 	other := f.NewFixRun(t, 22, changes, base, time.Now().Add(time.Hour))
@@ -255,11 +259,30 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 		t.Fatalf("executed-path highlights: %v, want 1 (the Makefile)", execCount)
 	}
 	b.check("fix-run")
+	// The side-by-side view, by its plain link.
+	b.run(chromedp.Click(chromedp.CSS("#view-split")), chromedp.WaitVisible(chromedp.CSS("table.diff.split")))
+	if n, _ := b.eval(`document.querySelectorAll("section.file.exec table.diff.split td.code.add").length`, false).(float64); n == 0 {
+		t.Fatal("the side-by-side view shows no added line in the executed file")
+	}
+	b.check("fix-run-split")
 	for name, path := range map[string]string{"repos": "/repos", "policy": "/repos/acme/app/policy", "reviews": "/repos/acme/app/reviews",
 		"review": "/reviews/" + reviewID, "fixes": "/repos/acme/app/fixes", "audit": "/audit"} {
 		b.run(chromedp.Navigate(f.URL+path), chromedp.WaitVisible(chromedp.CSS("main")))
 		b.check(name)
 	}
+
+	// The grants page, reached by its link; a role granted with its form.
+	b.run(chromedp.Click(chromedp.CSS("#nav-grants")), chromedp.WaitVisible(chromedp.CSS("#grant-form")))
+	b.check("grants")
+	b.run(chromedp.SendKeys(chromedp.CSS("#g-login"), "dave"), chromedp.SendKeys(chromedp.CSS("#g-id"), fmt.Sprint(dave.ID)),
+		chromedp.Click(chromedp.CSS("#grant")))
+	if got := b.waitFor(`document.querySelector("p.notice") ? document.querySelector("p.notice").textContent : ""`); got != "The role was granted." {
+		t.Fatalf("after granting: %q", got)
+	}
+	if rows, _ := b.eval(`[...document.querySelectorAll("#grants td.login")].filter(td => td.textContent === "dave").length`, false).(float64); rows != 1 {
+		t.Fatalf("the granted role is not listed: %v", rows)
+	}
+	b.check("grants-granted")
 
 	b.run(chromedp.Navigate(f.URL+"/fixes/"+fr.ID), chromedp.WaitVisible(chromedp.CSS("#approve")),
 		chromedp.Click(chromedp.CSS("#approve")))
@@ -274,8 +297,15 @@ func TestBrowserSignInAndApprove(t *testing.T) {
 	// her own session, with her form token, is refused.
 	b.run(chromedp.Click(chromedp.CSS(".signout button")))
 	b.waitFor(`document.querySelector("a.button[href^='/auth/login']") ? "signed out" : ""`)
+	// carol is known in acme and globex: she chooses acme after sign-in.
 	f.GH.SignInAs("carol")
-	b.run(chromedp.Navigate(f.URL+"/auth/login?return=/fixes/"+other.ID), chromedp.WaitVisible(chromedp.CSS("#run-state")))
+	b.run(chromedp.Navigate(f.URL+"/auth/login?return=/fixes/"+other.ID), chromedp.WaitVisible(chromedp.CSS("ul.choices")))
+	b.check("tenant-chooser")
+	b.eval(fmt.Sprintf(`document.querySelector('input[name=tenant][value=%q]').form.querySelector("button").click(), true`, f.Seed.Tenant), false)
+	b.run(chromedp.WaitVisible(chromedp.CSS("#run-state")))
+	if name := value(b, chromedp.Text(chromedp.CSS("#tenant-name"))); name != "acme" {
+		t.Fatalf("carol's session is in %q, want acme", name)
+	}
 	buttons, _ := b.eval(`document.querySelectorAll("#approve").length`, false).(float64)
 	// The form a forger would post, built in the page (plain HTML forms
 	// are allowed by form-action 'self'; the role is what refuses it).

@@ -46,6 +46,8 @@ type diffFile struct {
 	// Rows are the table rows of the highlighted view, built once (the
 	// diff is rendered once per patch and kept; see diffCache).
 	Rows template.HTML
+	// Split are the rows of the side-by-side view (diffsplit.go).
+	Split template.HTML
 	// code are the indexes of the lines to highlight, lexer the lexer.
 	code  []int
 	lexer chroma.Lexer
@@ -197,6 +199,7 @@ func renderDiff(diff string, executed []patch.ExecutedPath, plain bool) ([]diffF
 		highlightFile(&files[i])
 		if !plain {
 			files[i].Rows = rows(files[i].Lines)
+			files[i].Split = splitRows(files[i].Lines)
 		}
 	}
 	return files, total, capped

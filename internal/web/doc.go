@@ -12,7 +12,12 @@
 // (constant time), exchanges the code with the verifier, reads GET /user
 // once and drops the user token. The identity (host, login, id) is looked
 // up with quavon_route_identity (the one way to find a tenant without one);
-// an unknown identity is refused. The return path is a local path only
+// an unknown identity is refused. An identity with roles in several
+// tenants chooses one (tenants.go): the confirmed identity waits in
+// web_sign_ins (hashed random cookie, ten minutes, one use), the chooser
+// posts a plain form, and the chosen tenant is checked again against the
+// tenants offered (403 otherwise). Switching tenants later is a new session there and
+// the old one revoked. The return path is a local path only
 // (no scheme, host, "//", backslash or control character).
 //
 // # Sessions
@@ -39,9 +44,16 @@
 // repo:review, and an approval also re-checks, live on GitHub, that the
 // signed-in identity has write or admin permission on the repository.
 //
+// Instance admins (Config.Admins, from QUAVON_WEB_ADMINS: host and numeric
+// id; never from a table a tenant writes or from repository content) see
+// /admin/grants and grant or revoke roles in every tenant through
+// repos.ChangeGrant, audited in that tenant with their identity; anyone
+// else gets 403 there and no link (admin.go).
+//
 // # Approval
 //
-// The fix run page shows the stored diff (syntax highlighted with chroma),
+// The fix run page shows the stored diff (syntax highlighted with chroma;
+// unified, side by side or plain text by a link's ?view=),
 // PatchSHA256, the base commit, the executed paths (patch.ExecutedPaths)
 // with their reasons, the CI-secrets banner, the delivery and the expiry.
 // The approve and reject forms carry the output's payload hash and every

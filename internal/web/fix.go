@@ -28,16 +28,18 @@ type sandboxRow struct {
 }
 
 type fixView struct {
-	Repo      repoView
-	Run       *fix.Run
-	Steps     []fix.StepRow
-	Sandbox   []sandboxRow
-	Output    *publish.Output
-	HasPatch  bool
-	PatchSHA  string
-	Executed  []patch.ExecutedPath
-	Files     []diffFile
-	Plain     bool
+	Repo     repoView
+	Run      *fix.Run
+	Steps    []fix.StepRow
+	Sandbox  []sandboxRow
+	Output   *publish.Output
+	HasPatch bool
+	PatchSHA string
+	Executed []patch.ExecutedPath
+	Files    []diffFile
+	Plain    bool
+	// View is the diff view shown: unified, split or plain (diffView).
+	View      string
 	PolicyNow string
 	// Problems say why the approve button is not shown.
 	Problems   []string
@@ -155,14 +157,16 @@ func (s *Server) fixPage(w http.ResponseWriter, r *http.Request, sess *Session) 
 		return errNotFound
 	}
 	var v *fixView
+	view := diffView(r.URL.Query().Get("view"))
 	err := s.db.InTenant(r.Context(), sess.Tenant, func(tx pgx.Tx) error {
 		var err error
-		v, err = s.loadFix(r.Context(), tx, sess, id, r.URL.Query().Get("view") == "plain")
+		v, err = s.loadFix(r.Context(), tx, sess, id, view == viewPlain)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	v.View = view
 	s.page(w, sess, http.StatusOK, "fix", fmt.Sprintf("Fix run for %s#%d", v.Repo.FullName(), v.Run.Number), "repos", v)
 	return nil
 }

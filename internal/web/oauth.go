@@ -12,11 +12,8 @@ import (
 	"strings"
 
 	gh "github.com/google/go-github/v75/github"
-	"github.com/jackc/pgx/v5"
-	"golang.org/x/oauth2"
-
-	"github.com/quavon/quavon/internal/audit"
 	"github.com/quavon/quavon/internal/postgres"
+	"golang.org/x/oauth2"
 )
 
 func (s *Server) oauthConfig() *oauth2.Config {
@@ -94,12 +91,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	login, ghID := user.GetLogin(), user.GetID()
-	rows, err := s.db.Pool.Query(ctx, `SELECT t::text FROM quavon_route_identity($1, $2) AS t`, s.cfg.Host, ghID)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	tenants, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	tenants, err := s.identityTenants(ctx, s.cfg.Host, ghID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -107,40 +99,23 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	switch len(tenants) {
 	case 0:
 		s.renderError(w, r, http.StatusForbidden, fmt.Sprintf("The GitHub account %s is not a Quavon user here. An instance admin grants roles with `quavon admin grant`.", login))
-		return
 	case 1:
+		err = s.bindSession(w, r, tenants[0], login, ghID, ret, "")
 	default:
-		s.renderError(w, r, http.StatusConflict, fmt.Sprintf("The GitHub account %s belongs to %d Quavon tenants; signing in to one of several is not supported yet.", login, len(tenants)))
-		return
+		// Several tenants know the identity: the browser chooses among
+		// those where it holds a role, unless there is just one.
+		var cs []tenantChoice
+		if cs, err = s.choices(ctx, s.cfg.Host, ghID, ""); err == nil {
+			if len(cs) == 1 {
+				err = s.bindSession(w, r, postgres.TenantID(cs[0].ID), login, ghID, ret, "")
+			} else {
+				err = s.holdSignIn(w, r, pendingSignIn{Host: s.cfg.Host, Login: login, ID: ghID, Return: ret})
+			}
+		}
 	}
-	tenant := postgres.TenantID(tenants[0])
-	var value string
-	err = s.db.InTenant(ctx, tenant, func(tx pgx.Tx) error {
-		var userID string
-		if err := tx.QueryRow(ctx, `UPDATE user_identities SET login = $3 WHERE host = $1 AND external_id = $2 RETURNING user_id::text`,
-			s.cfg.Host, ghID, login).Scan(&userID); err != nil {
-			return err
-		}
-		var err error
-		if value, err = s.createSession(ctx, tx, tenant, userID, login, ghID); err != nil {
-			return err
-		}
-		_, err = audit.Record(ctx, tx, audit.Event{ActorUserID: userID, Actor: "user:" + userID, Action: "web.sign_in",
-			SubjectType: "user", SubjectID: userID, Metadata: map[string]any{"host": s.cfg.Host, "login": login, "id": ghID}})
-		return err
-	})
 	if err != nil {
 		s.fail(w, r, err)
-		return
 	}
-	// Rotation: the browser's earlier session (if any) ends here.
-	if old, err := r.Cookie(s.sessionCookie()); err == nil {
-		if err := s.revoke(ctx, old.Value, revokedSignIn); err != nil {
-			s.log.Warn("web: revoke the previous session", slog.String("error", err.Error()))
-		}
-	}
-	s.setCookie(w, s.sessionCookie(), value, int(s.cfg.SessionAbsolute.Seconds()))
-	http.Redirect(w, r, ret, http.StatusSeeOther)
 }
 
 func (s *Server) logout(w http.ResponseWriter, r *http.Request, _ *Session) error {

@@ -28,6 +28,11 @@ type Session struct {
 	Login    string
 	GitHubID int64
 	Expires  time.Time
+	// TenantName and Tenants (how many tenants know the identity) let the
+	// page offer switching; Admin: an instance admin (Config.Admins).
+	TenantName string
+	Tenants    int
+	Admin      bool
 
 	formToken string
 }
@@ -113,8 +118,10 @@ func (s *Server) lookup(ctx context.Context, value string) (*Session, error) {
 	err := s.db.InTenant(ctx, tenant, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, `UPDATE web_sessions SET last_seen_at = $2, idle_expires_at = least($2 + $3::interval, expires_at)
 			WHERE secret_hash = $1 AND revoked_at IS NULL AND expires_at > $2 AND idle_expires_at > $2
-			RETURNING id::text, user_id::text, host, login, external_id, expires_at`,
-			hashSecret(value), now, s.cfg.SessionIdle.String()).Scan(&sess.ID, &sess.UserID, &sess.Host, &sess.Login, &sess.GitHubID, &sess.Expires)
+			RETURNING id::text, user_id::text, host, login, external_id, expires_at, coalesce((SELECT name FROM tenants), ''),
+				(SELECT count(*) FROM quavon_route_identity(web_sessions.host, web_sessions.external_id))`,
+			hashSecret(value), now, s.cfg.SessionIdle.String()).Scan(&sess.ID, &sess.UserID, &sess.Host, &sess.Login, &sess.GitHubID, &sess.Expires,
+			&sess.TenantName, &sess.Tenants)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errNoSession
 		}
@@ -123,6 +130,7 @@ func (s *Server) lookup(ctx context.Context, value string) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	sess.Admin = s.isAdmin(sess.Host, sess.GitHubID)
 	return sess, nil
 }
 

@@ -54,6 +54,8 @@ type Config struct {
 	InsecureCookies bool
 	// SessionIdle and SessionAbsolute end a session.
 	SessionIdle, SessionAbsolute time.Duration
+	// Admins are the instance admins: they see the grants page.
+	Admins []Admin
 }
 
 // Jobs inserts a River job in the caller's transaction (quavon-api's
@@ -145,7 +147,7 @@ func New(cfg Config, db *postgres.DB, perms Permissions, jobs Jobs, log *slog.Lo
 }
 
 // pageNames are the templates rendered inside layout.html.
-var pageNames = []string{"signin", "error", "repos", "policy", "reviews", "review", "fixes", "fix", "audit"}
+var pageNames = []string{"signin", "error", "repos", "policy", "reviews", "review", "fixes", "fix", "audit", "grants", "tenants"}
 
 func parsePages() (map[string]*template.Template, error) {
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html")
@@ -189,6 +191,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /fixes/{id}/decision", s.signedIn(s.fixDecision))
 	mux.Handle("POST /fixes/{id}/stacked", s.signedIn(s.fixStacked))
 	mux.Handle("GET /audit", s.signedIn(s.auditPage))
+	s.tenantRoutes(mux)
+	s.adminRoutes(mux)
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusForbidden, "This request came from another site and was refused (cross-origin protection).")

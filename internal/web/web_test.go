@@ -309,24 +309,3 @@ func TestPaginationBounds(t *testing.T) {
 		t.Errorf("/audit?page=2: %d %s", resp.StatusCode, page)
 	}
 }
-
-// An identity known in two tenants is not signed in to either at random.
-func TestIdentityInTwoTenants(t *testing.T) {
-	f := webtest.New(t, webtest.Options{})
-	f.AddUser(t, "alice", "write", repos.RoleReview)
-	other := f.CP.Seed(t, "globex", "app", "private")
-	acct := f.GH.AddUser("alice")
-	err := f.CP.App.InTenant(context.Background(), other.Tenant, func(tx pgx.Tx) error {
-		_, err := tx.Exec(context.Background(), `INSERT INTO user_identities (tenant_id, user_id, host, login, external_id)
-			VALUES (quavon_current_tenant(), $1, 'github.com', 'alice', $2)`, other.User, acct.ID)
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := f.Client(t)
-	resp := f.SignIn(t, c, "alice", "/repos")
-	if page := body(t, resp); resp.StatusCode != http.StatusConflict || !strings.Contains(page, "2 Quavon tenants") || sessionCookie(t, f, c) != nil {
-		t.Fatalf("identity in two tenants: %d", resp.StatusCode)
-	}
-}

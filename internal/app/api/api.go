@@ -179,9 +179,13 @@ func routes(api http.Handler, cfg config.APIConfig, db *postgres.DB, jobs web.Jo
 	if err != nil {
 		return nil, err
 	}
+	admins := make([]web.Admin, len(cfg.Web.Admins))
+	for i, a := range cfg.Web.Admins {
+		admins[i] = web.Admin{Host: a.Host, ID: a.ID, Login: a.Login}
+	}
 	dash, err := web.New(web.Config{GitHubURL: cfg.Web.GitHubURL, GitHubAPIURL: cfg.GitHub.APIURL, ClientID: cfg.Web.ClientID,
 		ClientSecret: string(secret), PublicURL: cfg.Web.PublicURL, InsecureCookies: cfg.Web.InsecureCookies,
-		SessionIdle: cfg.Web.SessionIdle, SessionAbsolute: cfg.Web.SessionAbsolute}, db, web.GitHubPermissions{Conn: conn}, jobs, log)
+		SessionIdle: cfg.Web.SessionIdle, SessionAbsolute: cfg.Web.SessionAbsolute, Admins: admins}, db, web.GitHubPermissions{Conn: conn}, jobs, log)
 	if err != nil {
 		return nil, err
 	}

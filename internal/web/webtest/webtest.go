@@ -72,6 +72,9 @@ func (f *Fixture) Advance(d time.Duration) {
 // Options adjust New.
 type Options struct {
 	SessionIdle, SessionAbsolute time.Duration
+	// Admins are the instance admins' GitHub logins (emulator users made
+	// by New; their ids go into the dashboard's configuration).
+	Admins []string
 }
 
 // New starts everything; it fails (or skips without services) as the
@@ -99,6 +102,9 @@ func New(tb testing.TB, opt Options) *Fixture {
 	f.GH.SetCallbackURL(f.App, f.URL+"/auth/callback")
 	f.cfg = web.Config{GitHubURL: f.GH.URL, GitHubAPIURL: f.GH.URL + "/", ClientID: f.App.ClientID,
 		ClientSecret: f.App.ClientSecret, PublicURL: f.URL, SessionIdle: opt.SessionIdle, SessionAbsolute: opt.SessionAbsolute}
+	for _, login := range opt.Admins {
+		f.cfg.Admins = append(f.cfg.Admins, web.Admin{Host: "github.com", ID: f.GH.AddUser(login).ID, Login: login})
+	}
 	f.perms = web.GitHubPermissions{Conn: conn}
 	// Insert-only, as quavon-api's client is.
 	var err error
