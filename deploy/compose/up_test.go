@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,9 +58,17 @@ func TestComposeUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const tag = "composetest"
+	// scripts/test builds the images before go test (QUAVON_TEST_COMPOSE_TAG);
+	// by hand, the test builds them (a cold build takes long).
+	tag := os.Getenv("QUAVON_TEST_COMPOSE_TAG")
+	build := tag == ""
+	if build {
+		tag = "composetest"
+	}
 	start := time.Now()
-	run(t, root, nil, "deploy/compose/build", "--tag", tag)
+	if build {
+		run(t, root, nil, "deploy/compose/build", "--tag", tag)
+	}
 	cmd := exec.Command("deploy/compose/build", "--offline-deps", "--tag", tag)
 	cmd.Dir = root
 	var stderr bytes.Buffer
@@ -71,6 +80,11 @@ func TestComposeUp(t *testing.T) {
 	deps := strings.Fields(string(out))
 	if len(deps) != 2 {
 		t.Fatalf("build --offline-deps printed %q", deps)
+	}
+	for _, bin := range []string{"quavon", "quavon-api", "quavon-worker", "quavon-publisher", "quavon-token-broker", "quavon-sandbox-runner", "quavon-sandbox-egress"} {
+		if err := exec.Command("docker", "image", "inspect", "quavon/"+bin+":"+tag).Run(); err != nil {
+			t.Fatalf("image quavon/%s:%s is missing (deploy/compose/build --tag %s)", bin, tag, tag)
+		}
 	}
 	t.Logf("images ready in %s", time.Since(start).Round(time.Second))
 
@@ -121,9 +135,11 @@ func TestComposeUp(t *testing.T) {
 			out, _ := compose("logs", "--no-color", "--tail", "40")
 			t.Logf("docker compose logs:\n%s", out)
 		}
+		down := time.Now()
 		if out, err := compose("down", "--volumes", "--remove-orphans", "--timeout", "10"); err != nil {
 			t.Errorf("docker compose down: %v\n%s", err, out)
 		}
+		t.Logf("docker compose down in %s", time.Since(down).Round(time.Second))
 	})
 	up := time.Now()
 	if out, err := compose("up", "--detach", "--no-build", "--pull", "never", "--quiet-pull"); err != nil {
@@ -187,18 +203,33 @@ func TestComposeUp(t *testing.T) {
 			fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", host, port))
 		return err == nil
 	}
-	if !probe("runner", "valkey", 6379) {
-		t.Error("the runner cannot reach Valkey")
+	// The probes run side by side: an unreachable address costs its
+	// timeout.
+	type target struct {
+		ns, host string
+		port     int
+		want     bool
 	}
-	if !probe("api", pgIP, 5432) {
-		t.Error("the api cannot reach Postgres: the probe cannot tell")
+	targets := []target{
+		{"runner", "valkey", 6379, true}, {"api", pgIP, 5432, true},
+		{"runner", "postgres", 5432, false}, {"runner", pgIP, 5432, false}, {"runner", "api", 8080, false},
+		{"runner", apiIP, 8080, false}, {"runner", "token-broker", 8443, false}, {"runner", "172.29.10.10", 8443, false},
+		{"runner", "worker", 9090, false},
 	}
-	for _, target := range []struct {
-		host string
-		port int
-	}{{"postgres", 5432}, {pgIP, 5432}, {"api", 8080}, {apiIP, 8080}, {"token-broker", 8443}, {"172.29.10.10", 8443}} {
-		if probe("runner", target.host, target.port) {
-			t.Errorf("SB5: the runner reaches %s:%d", target.host, target.port)
+	got := make([]bool, len(targets))
+	var wg sync.WaitGroup
+	for i, tg := range targets {
+		wg.Add(1)
+		go func() { defer wg.Done(); got[i] = probe(tg.ns, tg.host, tg.port) }()
+	}
+	wg.Wait()
+	for i, tg := range targets {
+		switch {
+		case got[i] == tg.want:
+		case tg.want:
+			t.Errorf("the %s cannot reach %s:%d: the probe cannot tell", tg.ns, tg.host, tg.port)
+		default:
+			t.Errorf("SB5: the %s reaches %s:%d", tg.ns, tg.host, tg.port)
 		}
 	}
 
@@ -212,6 +243,8 @@ func TestComposeUp(t *testing.T) {
 	if !alone {
 		t.Errorf("quavon-sandbox-egress members %+v, want the egress proxy (%s) alone", members, containers["egress"])
 	}
+
+	t.Logf("checks done %s after up", time.Since(up).Round(time.Second))
 
 	// Nothing restarted behind the checks' back.
 	for svc, id := range containers {
