@@ -20,6 +20,7 @@ func main() {
 	fs := flag.NewFlagSet("quavon-dev-github", flag.ExitOnError)
 	stateDir := fs.String("state-dir", "", "`DIR` for state.json and the apps' secrets (created 0700)")
 	webhookBase := fs.String("webhook-base", "", "the api's webhook `URL` root; the apps post to /review and /fixer below it")
+	dashboard := fs.String("dashboard-url", "", "the dashboard's `URL`: the review app's OAuth callback is URL/auth/callback")
 	control := fs.String("control-listen", "127.0.0.1:0", "`ADDR` of the scenario endpoints")
 	fs.Parse(os.Args[1:])
 	if *stateDir == "" || *webhookBase == "" {
@@ -29,7 +30,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	if err := devgithub.Serve(ctx, log, *stateDir, *webhookBase, *control); err != nil {
+	if err := devgithub.Serve(ctx, log, *stateDir, *webhookBase, *dashboard, *control); err != nil {
 		fmt.Fprintln(os.Stderr, "quavon-dev-github:", err)
 		os.Exit(1)
 	}

@@ -28,6 +28,7 @@ type devUpOptions struct {
 	StateDir      string
 	Scenario      string
 	Exit          bool
+	Approve       bool
 	WaitReview    time.Duration
 }
 
@@ -49,7 +50,12 @@ installed. It prints the dashboard's and the emulator's URLs; SIGINT (Ctrl-C) or
 SIGTERM stops everything. Logs and secrets stay under --work-dir. Needs root.
 
 --scenario demo then opens a pull request with planted problems and labels an issue
-with quavon:fix, and reports what Quavon did with each.`
+with quavon:fix, and reports what Quavon did with each: the review and check run
+posted, and the fix run's patch awaiting approval in the dashboard (sign in there as
+demo-admin). With --approve the scenario approves that patch itself through the
+dashboard, as demo-admin (the same form, hashes, live permission check and audit entry
+as a click on "Approve this exact patch"), and waits for the publisher's draft pull
+request on the emulator.`
 	cmd.Args = func(c *cobra.Command, args []string) error { return nil }
 	cmd.RunE = func(c *cobra.Command, args []string) error {
 		if len(args) > 0 {
@@ -60,6 +66,9 @@ with quavon:fix, and reports what Quavon did with each.`
 		}
 		if o.Scenario != "" && o.Scenario != "demo" {
 			return usageError(c, "--scenario: only demo exists")
+		}
+		if o.Approve && o.Scenario == "" {
+			return usageError(c, "--approve needs --scenario demo")
 		}
 		return runF(c.Context(), o)
 	}
@@ -74,6 +83,7 @@ with quavon:fix, and reports what Quavon did with each.`
 	f.StringVar(&o.StateDir, "state-dir", "/run/quavon-test", "`DIR` of the Docker locks shared with scripts/test")
 	f.StringVar(&o.Scenario, "scenario", "", "run a scripted `scenario` once everything is up: demo")
 	f.BoolVar(&o.Exit, "exit", false, "stop after the scenario instead of running until interrupted")
+	f.BoolVar(&o.Approve, "approve", false, "approve the demo's fix through the dashboard as demo-admin and wait for the draft pull request")
 	f.DurationVar(&o.WaitReview, "wait", 90*time.Second, "how long the scenario waits for each result")
 }
 
@@ -187,13 +197,40 @@ func runDemoScenario(ctx context.Context, o *devUpOptions, st *devstack.Stack, l
 	fmt.Fprintf(o.env.stdout, "issue:           %s/%s/issues/%d labelled %s\n", st.GitHub.URL, st.GitHub.Repo, issue.Number, devstack.FixLabel)
 	state, err := st.FixRunState(ctx, issue.Number, o.WaitReview)
 	switch {
+	case err != nil && o.Approve:
+		return fmt.Errorf("--approve: %w", err)
 	case err != nil:
 		fmt.Fprintf(o.env.stdout, "fix run:         %v\n", err)
-	case state == "awaiting_approval":
-		fmt.Fprintf(o.env.stdout, "fix run:         awaiting approval: the patch is on the dashboard, %s\n", st.DashboardURL)
-	default:
+		return nil
+	case state != "awaiting_approval":
 		fmt.Fprintf(o.env.stdout, "fix run:         %s\n", state)
+		if o.Approve {
+			return fmt.Errorf("--approve: the fix run is %s, not awaiting approval (see %s)", state, filepath.Join(o.WorkDir, "logs", "quavon-worker.log"))
+		}
+		return nil
+	case !o.Approve:
+		fmt.Fprintf(o.env.stdout, "fix run:         awaiting approval: the patch is on the dashboard, %sfixes (sign in as %s; --approve approves it for you)\n",
+			st.DashboardURL, devstack.DemoAdmin)
+		return nil
 	}
+	fmt.Fprintf(o.env.stdout, "fix run:         awaiting approval\n")
+	a, err := st.ApproveFix(ctx, issue.Number)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.env.stdout, "approval:        %sfixes/%s approved through the dashboard as %s (patch sha256 %s, base %s); the run is %s\n",
+		st.DashboardURL, a.FixRunID, devstack.DemoAdmin, a.PatchSHA256, a.BaseSHA, a.Status)
+	fixPR, err := st.WaitFixPR(ctx, issue.Number, a.FixRunID, o.WaitReview)
+	if err != nil {
+		fmt.Fprintf(o.env.stdout, "fix PR:          %v\n", err)
+		return err
+	}
+	draft := "draft"
+	if !fixPR.Draft {
+		draft = "NOT a draft"
+	}
+	fmt.Fprintf(o.env.stdout, "fix PR:          %s/%s/pull/%d (%s, %s → %s, by %s, %d file(s) changed)\n",
+		st.GitHub.URL, st.GitHub.Repo, fixPR.Number, draft, fixPR.Head, fixPR.Base, fixPR.Author, len(fixPR.Files))
 	return nil
 }
 

@@ -32,7 +32,11 @@ sandbox backend (docker-runc-insecure fails in production and warns elsewhere;
 firecracker fails without a usable KVM device), the runner's placement (fails in
 the enterprise edition next to quavon-api or quavon-worker), the Docker socket
 (only the runner may reach it), the database and the schema's migrations, Valkey's
-ACL user. Each check is pass, warn or fail with a fix; exit 1 when any fails.`,
+ACL user, the token broker and, through it, both GitHub Apps' installations against
+the permissions and events Quavon registers them with (api, publisher), the webhook
+secrets (api), the clock against GitHub's (api, worker, publisher, broker; 5 s warns,
+30 s fails) and each configured model's tool calling with llm.Probe (worker). Each
+check is pass, warn or fail with a fix; --json for automation; exit 1 when any fails.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.Service == "" {

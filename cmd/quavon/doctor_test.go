@@ -48,3 +48,13 @@ func TestDevUsage(t *testing.T) {
 		}
 	}
 }
+
+// --approve belongs to the demo scenario.
+func TestDevApproveNeedsScenario(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), []string{"dev", "--work-dir", t.TempDir(), "--approve"}, nil, &out, &errOut)
+	if err == nil || !strings.Contains(err.Error()+errOut.String(), "--approve needs --scenario demo") {
+		t.Fatalf("err %v, stderr %s", err, errOut.String())
+	}
+}

@@ -24,6 +24,7 @@ type GitHubState struct {
 	URL        string   `json:"url"`         // REST root without the trailing slash; GraphQL at URL+"/graphql"
 	ControlURL string   `json:"control_url"` // the scenario endpoints (POST, bearer token)
 	Repo       string   `json:"repo"`        // owner/name of the demo repository
+	AdminID    int64    `json:"admin_id"`    // DemoAdmin's GitHub user id (the dashboard identity)
 	Review     AppState `json:"review"`
 	Fixer      AppState `json:"fixer"`
 	// ModelURL is the Anthropic API root of the emulated model (llmfake
@@ -61,4 +62,20 @@ func ReadState(dir string) (GitHubState, error) {
 		return st, fmt.Errorf("%s: %w", StateFile, err)
 	}
 	return st, nil
+}
+
+// Pull is a pull request as the emulator's GET /pulls shows it: Files are
+// the paths its head changes against its base branch, with the new content
+// (nil: deleted).
+type Pull struct {
+	Number  int                `json:"number"`
+	Title   string             `json:"title"`
+	Body    string             `json:"body"`
+	Author  string             `json:"author"`
+	State   string             `json:"state"`
+	Draft   bool               `json:"draft"`
+	Head    string             `json:"head"`
+	Base    string             `json:"base"`
+	HeadSHA string             `json:"head_sha"`
+	Files   map[string]*string `json:"files"`
 }

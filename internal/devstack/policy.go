@@ -13,6 +13,7 @@ import (
 
 	"github.com/quavon/quavon/internal/auth"
 	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/repos"
 )
 
 // DemoPolicy is the demo repository's policy: the scanners and the
@@ -24,7 +25,8 @@ const DemoPolicy = `{"version": 1, "features": {
   "acceptance": {"mode": "on"}}}`
 
 // SetDemoPolicy gives the demo repository DemoPolicy the way a maintainer
-// would: a user with repo:manage on it, an API token for that user, and a
+// would: a user with repo:manage and repo:review on it whose dashboard
+// identity is DemoAdmin on the emulator, an API token for that user, and a
 // PUT of the policy through the api (audited there).
 func (st *Stack) SetDemoPolicy(ctx context.Context) error {
 	db, err := postgres.Open(ctx, st.DatabaseURL, "", 2)
@@ -45,9 +47,17 @@ func (st *Stack) SetDemoPolicy(ctx context.Context) error {
 			DemoAdmin+" (quavon dev)").Scan(&user); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO role_grants (tenant_id, user_id, repository_id, role) VALUES (quavon_current_tenant(), $1, $2, 'repo:manage')",
-			user, repoID); err != nil {
+		// The dashboard identity: DemoAdmin on the emulator (admin there),
+		// so the approval's live permission check asks GitHub about it.
+		if _, err := tx.Exec(ctx, "INSERT INTO user_identities (tenant_id, user_id, host, login, external_id) VALUES (quavon_current_tenant(), $1, 'github.com', $2, $3)",
+			user, DemoAdmin, st.GitHub.AdminID); err != nil {
 			return err
+		}
+		for _, role := range []string{repos.RoleManage, repos.RoleReview} {
+			if _, err := tx.Exec(ctx, "INSERT INTO role_grants (tenant_id, user_id, repository_id, role) VALUES (quavon_current_tenant(), $1, $2, $3)",
+				user, repoID, role); err != nil {
+				return err
+			}
 		}
 		exp := time.Now().Add(24 * time.Hour)
 		token, _, err = auth.Create(ctx, tx, postgres.TenantID(tenant), user, "quavon dev", &exp)

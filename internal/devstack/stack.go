@@ -120,7 +120,8 @@ func Start(ctx context.Context, opt Options) (st *Stack, err error) {
 	st.DashboardURL = apiBase + "/"
 	// The emulator.
 	st.GitHubDir = filepath.Join(opt.WorkDir, "github")
-	if _, err := st.spawn(ctx, "quavon-dev-github", []string{"--state-dir", st.GitHubDir, "--webhook-base", apiBase + "/webhooks/github"}, nil,
+	if _, err := st.spawn(ctx, "quavon-dev-github", []string{"--state-dir", st.GitHubDir, "--webhook-base", apiBase + "/webhooks/github",
+		"--dashboard-url", apiBase}, nil,
 		func() bool { _, err := ReadState(st.GitHubDir); return err == nil }); err != nil {
 		return st, err
 	}

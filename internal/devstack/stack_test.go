@@ -11,9 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/quavon/quavon/internal/devenv"
 	"github.com/quavon/quavon/internal/devstack"
 	"github.com/quavon/quavon/internal/doctor"
+	"github.com/quavon/quavon/internal/fix"
+	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -22,10 +26,13 @@ var binaries = []string{"quavon-dev-github", "quavon-token-broker", "quavon-api"
 	"quavon-sandbox-runner", "quavon-sandbox-egress"}
 
 // TestDemoScenario runs `quavon dev`'s system from the real binaries, each a
-// process with its own credentials, and drives the demo scenario: the apps'
-// installations reach the api, the policy is set through the api, a pull
-// request and a labelled issue arrive as webhooks and the issue's fix run is
-// admitted; then everything stops on SIGTERM.
+// process with its own credentials, and drives the demo scenario with
+// --approve: the apps' installations reach the api, the policy is set
+// through the api, a pull request is reviewed (a COMMENT review and a check
+// run), a labelled issue's fix run ends awaiting approval, the demo's
+// maintainer approves it through the dashboard (signed in on the emulator)
+// and the publisher opens the draft pull request with exactly the stored
+// patch; then everything stops on SIGTERM. One slow test on purpose.
 func TestDemoScenario(t *testing.T) {
 	if os.Geteuid() != 0 {
 		if testenv.Required() {
@@ -48,7 +55,7 @@ func TestDemoScenario(t *testing.T) {
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 240*time.Second)
 	defer cancel()
 	work := t.TempDir()
 	st, err := devstack.Start(ctx, devstack.Options{WorkDir: work, BinDir: bin, ACLTemplate: "../../deploy/valkey/users.acl.tmpl",
@@ -164,6 +171,60 @@ func TestDemoScenario(t *testing.T) {
 			devstack.Tail(filepath.Join(work, "logs", "quavon-worker.log"), 20))
 	}
 	t.Logf("fix run: %s", state)
+	// --approve: through the dashboard, as the demo's maintainer.
+	a, err := st.ApproveFix(ctx, n)
+	if err != nil {
+		t.Fatalf("%v\napi:\n%s", err, devstack.Tail(filepath.Join(work, "logs", "quavon-api.log"), 20))
+	}
+	pr, err := st.WaitFixPR(ctx, n, a.FixRunID, 60*time.Second)
+	if err != nil {
+		t.Fatalf("%v\npublisher:\n%s", err, devstack.Tail(filepath.Join(work, "logs", "quavon-publisher.log"), 30))
+	}
+	if !pr.Draft || pr.Base != "main" || pr.Author != devstack.FixerAppSlug+"[bot]" || pr.State != "open" {
+		t.Errorf("fix PR %+v: want an open draft into main by the Fixer's bot", pr)
+	}
+	// The pull request carries exactly the patch stored and approved.
+	conn, err := pgx.Connect(ctx, st.DatabaseURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changes, _, sum, err := fix.Patch(ctx, tx, a.FixRunID)
+	tx.Rollback(ctx)
+	if err != nil || sum != a.PatchSHA256 || len(changes) == 0 {
+		t.Fatalf("stored patch %s (approved %s), %d changes: %v", sum, a.PatchSHA256, len(changes), err)
+	}
+	want := map[string]*string{}
+	for _, c := range changes {
+		content := c.NewContent
+		want[c.Path] = &content
+		if c.Operation == patch.OpDelete {
+			want[c.Path] = nil
+		}
+	}
+	if len(pr.Files) != len(want) {
+		t.Errorf("the pull request changes %d files, the patch %d", len(pr.Files), len(want))
+	}
+	for path, w := range want {
+		got, ok := pr.Files[path]
+		if !ok || (w == nil) != (got == nil) || (w != nil && *w != *got) {
+			t.Errorf("%s differs between the pull request and the stored patch", path)
+		}
+	}
+	// The approval is audited as the demo's maintainer with the bound hashes.
+	var identity, patchSum string
+	if err := conn.QueryRow(ctx, `SELECT metadata->'identity'->>'login', metadata->>'patchSha256' FROM audit_log
+		WHERE action = 'fix_run.approve' AND subject_id = $1`, a.FixRunID).Scan(&identity, &patchSum); err != nil {
+		t.Fatalf("audit entry of the approval: %v", err)
+	}
+	if identity != devstack.DemoAdmin || patchSum != a.PatchSHA256 {
+		t.Errorf("approval audited as %q for patch %s", identity, patchSum)
+	}
+	t.Logf("fix PR #%d %s (%d files)", pr.Number, pr.Head, len(pr.Files))
 	// A clean stop: every process ends on SIGTERM within the grace.
 	stopped = true
 	if err := st.Stop(); err != nil {

@@ -19,6 +19,21 @@
 //	             service role cannot read the migrator's table, a warning)
 //	valkey       Valkey is unreachable or refuses the ACL user (fail)
 //	broker       the token broker does not accept a connection (fail)
+//	webhook-secret (quavon-api) the review app's webhook secret is not set
+//	             (fail; the Fixer's: warn), not a file secretfile accepts
+//	             (fail), or readable by group or others (warn)
+//	clock-skew   (api, worker, publisher, broker) this host's clock and the
+//	             Date of GitHub's API answer differ by SkewWarn (5 s, warn)
+//	             or SkewFail (30 s, fail); GitHub unreachable (fail)
+//	github-app   (api, publisher: through the broker) an app's installation
+//	             lacks a permission of github.AppPermissions or an event of
+//	             github.AppEvents, the broker holds no review app key, or
+//	             GitHub refuses to list the installations (fail); more
+//	             permissions than needed, a suspended installation, no
+//	             Fixer app or no installation (warn)
+//	model        (quavon-worker) a configured feature's model does not
+//	             answer llm.Probe with a well-formed tool call within
+//	             llm.ProbeCeiling (fail); no model at all (warn)
 package doctor
 
 import (
@@ -70,6 +85,9 @@ type Options struct {
 	Proc string
 	// Timeout bounds each network check (default 5 s).
 	Timeout time.Duration
+	// ModelTimeout bounds the model probe (default 2 min: a cold local
+	// model loads first).
+	ModelTimeout time.Duration
 }
 
 // Services doctor knows the environment of.
@@ -84,26 +102,32 @@ func Run(ctx context.Context, o Options) []Result {
 	if o.Timeout == 0 {
 		o.Timeout = 5 * time.Second
 	}
+	if o.ModelTimeout == 0 {
+		o.ModelTimeout = 2 * time.Minute
+	}
 	env := lookup(o.Environ)
 	core := config.Core{Env: config.Env(env("QUAVON_ENV")), Edition: config.Edition(env("QUAVON_EDITION"))}
 	var out []Result
 	var db *config.Database
 	var vk *config.Valkey
 	var broker *config.BrokerClient
+	var ghAPI string         // GitHub's API root, for the clock
+	var webhooks *config.API // quavon-api's webhook secrets
+	var model *config.LLM    // the worker's models
 	var err error
 	switch o.Service {
 	case config.ServiceAPI:
 		var c config.APIConfig
 		c, err = config.LoadAPI(o.Environ)
-		db, broker = &c.DB, &c.Broker
+		db, broker, ghAPI, webhooks = &c.DB, &c.Broker, c.GitHub.APIURL, &c.API
 	case config.ServiceWorker:
 		var c config.WorkerConfig
 		c, err = config.LoadWorker(o.Environ)
-		db = &c.DB
+		db, ghAPI, model = &c.DB, c.GitHub.APIURL, &c.LLM
 	case config.ServicePublisher:
 		var c config.PublisherConfig
 		c, err = config.LoadPublisher(o.Environ)
-		db, broker = &c.DB, &c.Broker
+		db, broker, ghAPI = &c.DB, &c.Broker, c.GitHub.APIURL
 	case config.ServiceRunner:
 		var c config.RunnerConfig
 		c, err = config.LoadRunner(o.Environ)
@@ -113,7 +137,9 @@ func Run(ctx context.Context, o Options) []Result {
 		c, err = config.LoadEgress(o.Environ)
 		vk = &c.Valkey
 	case config.ServiceBroker:
-		_, err = config.LoadBroker(o.Environ)
+		var c config.BrokerConfig
+		c, err = config.LoadBroker(o.Environ)
+		ghAPI = c.GitHub.APIURL
 	case config.ServiceMigrate:
 		var c config.MigrateConfig
 		c, err = config.LoadMigrate(o.Environ)
@@ -124,7 +150,7 @@ func Run(ctx context.Context, o Options) []Result {
 	}
 	if err != nil {
 		out = append(out, Result{Check: "config", Status: Fail, Detail: err.Error(), Hint: "fix the setting named (docs/configuration.md lists each process's settings)"})
-		db, vk, broker = nil, nil, nil
+		db, vk, broker, ghAPI, webhooks, model = nil, nil, nil, "", nil, nil
 	} else {
 		out = append(out, Result{Check: "config", Status: Pass, Detail: fmt.Sprintf("%s accepts its environment", o.Service)})
 	}
@@ -138,12 +164,25 @@ func Run(ctx context.Context, o Options) []Result {
 		cancel()
 	}
 	if broker != nil && broker.CredentialFile != "" {
-		out = append(out, Broker(*broker, o.Timeout))
+		b := Broker(*broker, o.Timeout)
+		out = append(out, b)
+		if b.Status == Pass {
+			out = append(out, Apps(ctx, *broker, 3*o.Timeout)...)
+		}
 	}
 	if vk != nil {
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 		out = append(out, Valkey(cctx, *vk))
 		cancel()
+	}
+	if webhooks != nil {
+		out = append(out, WebhookSecrets(*webhooks)...)
+	}
+	if ghAPI != "" {
+		out = append(out, ClockSkew(ctx, ghAPI, o.Timeout))
+	}
+	if model != nil {
+		out = append(out, Model(ctx, *model, o.ModelTimeout)...)
 	}
 	return out
 }

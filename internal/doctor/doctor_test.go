@@ -3,6 +3,8 @@ package doctor_test
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -164,9 +166,13 @@ func TestDatabaseAndMigrations(t *testing.T) {
 	pwFile := filepath.Join(t.TempDir(), "pw")
 	os.WriteFile(pwFile, []byte(pw), 0o600)
 	ctx := context.Background()
-	// As a service: connected, the migrator's table out of reach.
+	// As a service: connected, the migrator's table out of reach (GitHub
+	// is a local server, for the clock).
+	gh := httptest.NewServer(http.NotFoundHandler())
+	defer gh.Close()
 	rs := doctor.Run(ctx, doctor.Options{Service: config.ServiceWorker, Environ: []string{"QUAVON_DATABASE_URL=" + u.String(),
-		"QUAVON_DATABASE_PASSWORD_FILE=" + pwFile}, Proc: t.TempDir()})
+		"QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_GITHUB_API_URL=" + gh.URL + "/", "QUAVON_GITHUB_GRAPHQL_URL=" + gh.URL + "/graphql"},
+		Proc: t.TempDir()})
 	if find(rs, "database").Status != doctor.Pass || find(rs, "migrations").Status != doctor.Warn || doctor.Failed(rs) {
 		t.Fatalf("the worker's role: %+v", rs)
 	}

@@ -31,7 +31,9 @@ func AppPermissions(kind AppKind) Permissions {
 func AppEvents(kind AppKind) []string {
 	switch kind {
 	case AppReview:
-		return []string{"pull_request", "issue_comment", "repository"}
+		// issues: the acceptance check keeps its issues table in step
+		// from the review app's issues events too (intake routes them).
+		return []string{"pull_request", "issue_comment", "issues", "repository"}
 	case AppFixer:
 		return []string{"issues", "issue_comment", "repository"}
 	}

@@ -23,6 +23,29 @@ type BrokerToken struct {
 	Permissions    Permissions `json:"permissions"`
 }
 
+// AppInstallation is one installation of an app as GitHub reports it to
+// the app (GET /app/installations): where it is, what it may do and which
+// events it is subscribed to.
+type AppInstallation struct {
+	ID          int64       `json:"id"`
+	Account     string      `json:"account"`
+	Permissions Permissions `json:"permissions"`
+	Events      []string    `json:"events"`
+	Suspended   bool        `json:"suspended"`
+}
+
+// BrokerApp is the token broker's GET /v1/apps answer for one app it holds
+// a key of: its installations, or why GitHub did not list them. It holds
+// no token.
+type BrokerApp struct {
+	Kind          AppKind           `json:"kind"`
+	Installations []AppInstallation `json:"installations"`
+	Error         string            `json:"error,omitempty"`
+}
+
+// MaxAppInstallations bounds the installations listed per app.
+const MaxAppInstallations = 1000
+
 // BrokerError is the broker's error body.
 type BrokerError struct {
 	Code    string `json:"code"`
@@ -93,6 +116,7 @@ const maxBrokerResponse = 64 << 10
 type BrokerClient struct {
 	http       *http.Client
 	url        string
+	appsURL    string
 	credential string
 }
 
@@ -117,8 +141,43 @@ func NewBrokerClient(addr string, credential []byte) (*BrokerClient, error) {
 	} else if _, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("github.NewBrokerClient: address %q: want unix:/path or host:port", addr)
 	}
-	return &BrokerClient{http: &http.Client{Transport: tr}, url: url + "/v1/tokens", credential: cred}, nil
+	return &BrokerClient{http: &http.Client{Transport: tr}, url: url + "/v1/tokens", appsURL: url + "/v1/apps", credential: cred}, nil
 }
+
+// Apps asks the broker for the apps it holds keys of and their
+// installations as GitHub reports them (quavon doctor compares them with
+// AppPermissions and AppEvents).
+func (b *BrokerClient) Apps(ctx context.Context) ([]BrokerApp, error) {
+	const op = "github.Apps"
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, b.appsURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	hr.Header.Set("Authorization", "Bearer "+b.credential)
+	resp, err := b.http.Do(hr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: token broker: %w", op, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxBrokerAppsResponse))
+	if err != nil {
+		return nil, fmt.Errorf("%s: token broker: %w", op, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e BrokerError
+		_ = json.Unmarshal(raw, &e)
+		return nil, fmt.Errorf("%s: %w", op, brokerErr(e, resp.StatusCode))
+	}
+	var apps []BrokerApp
+	if err := json.Unmarshal(raw, &apps); err != nil {
+		return nil, fmt.Errorf("%s: token broker: decode: %w", op, err)
+	}
+	return apps, nil
+}
+
+// maxBrokerAppsResponse bounds the apps answer (MaxAppInstallations per
+// app, each a few hundred bytes).
+const maxBrokerAppsResponse = 4 << 20
 
 // Token asks the broker for a token and checks the answer is for exactly
 // what was asked.

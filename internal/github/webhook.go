@@ -332,3 +332,7 @@ func repositoryRefs(raw []rawRepository, field string) ([]RepositoryRef, error) 
 	}
 	return out, nil
 }
+
+// MinWebhookSecret is the shortest webhook secret quavon-api accepts (and
+// quavon doctor asks for).
+const MinWebhookSecret = 16

@@ -238,6 +238,16 @@ func (s *Server) SetSuspended(in *Installation, suspended bool) {
 	s.emitInstallation(in, "installation", func() map[string]any { return s.installationEvent(action, in, by) })
 }
 
+// SetEvents changes the events an installation is subscribed to (what the
+// app's settings say; Install subscribes every installation to issues,
+// issue_comment, pull_request and repository).
+func (s *Server) SetEvents(in *Installation, events []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in.Events = slices.Clone(events)
+	in.updated = s.now()
+}
+
 // Uninstall removes an installation and revokes its tokens.
 func (s *Server) Uninstall(in *Installation) {
 	s.mu.Lock()

@@ -129,3 +129,19 @@ func TestBudgetSettlesFailures(t *testing.T) {
 		t.Fatalf("a timed-out call settled at %+v, want its whole reservation", s)
 	}
 }
+
+// A probe never spends past ProbeCeiling: a model whose worst case for the
+// probe's request costs more is refused before it is called.
+func TestProbeBudget(t *testing.T) {
+	t.Parallel()
+	ok := NewScripted(Steps(Call("quavon_probe", map[string]string{"word": "ready"})), "cheap", Price{Input: 3, Output: 15})
+	if _, err := Probe(context.Background(), ok); err != nil || ok.Calls() != 1 {
+		t.Fatalf("a model at $3/$15 per million fails the probe: %v (%d calls)", err, ok.Calls())
+	}
+	dear := NewScripted(Steps(Call("quavon_probe", map[string]string{"word": "ready"})), "dear", Price{Input: 300, Output: 1500})
+	_, err := Probe(context.Background(), dear)
+	var be *BudgetExceededError
+	if !errors.As(err, &be) || dear.Calls() != 0 {
+		t.Fatalf("a model at $300/$1500 per million: %v after %d calls, want refused before the call", err, dear.Calls())
+	}
+}

@@ -32,17 +32,32 @@ var probeTool = sync.OnceValue(func() Tool {
 	return MustTool[probeArgs]("quavon_probe", "Reports that the caller is ready. Call it with the word you are asked to send.", ToolLimits{ArgumentBytes: 1024})
 })
 
+// ProbeCeiling is the most one probe may spend: its request with the
+// output cap fits in the tokens, and at the dearest prices of the built-in
+// table it stays under ten cents. A model priced higher is refused before
+// the call (*BudgetExceededError), never probed at a surprise cost.
+var ProbeCeiling = Ceiling{Tokens: 2048, Cost: USD(0.10)}
+
+// probeMaxOutput is the probe's output cap (room for a reasoning model's
+// preamble before the call).
+const probeMaxOutput = 1024
+
 // Probe sends one tiny request offering one tool and checks the answer is a
-// well-formed call of exactly that tool. Local models that claim tool
-// support and answer in prose, or emit arguments that are not JSON, fail
-// it: the most common failure of self-hosted models in agents.
+// well-formed call of exactly that tool, through a budget of ProbeCeiling.
+// Local models that claim tool support and answer in prose, or emit
+// arguments that are not JSON, fail it: the most common failure of
+// self-hosted models in agents.
 func Probe(ctx context.Context, m Model) (ProbeResult, error) {
 	tool := probeTool()
-	resp, err := m.Complete(ctx, Request{
+	b, err := NewBudget(ProbeCeiling, BudgetOptions{})
+	if err != nil {
+		return ProbeResult{}, err
+	}
+	resp, err := b.Model(m).Complete(ctx, Request{
 		System:          "You are a connectivity check of a tool-calling client. Answer only by calling the tool you are given.",
 		Messages:        []Message{{Role: RoleUser, Text: `Call the tool quavon_probe with the argument word set to "ready". Do not reply with text.`}},
 		Tools:           []Tool{tool},
-		MaxOutputTokens: 1024,
+		MaxOutputTokens: probeMaxOutput,
 	})
 	res := ProbeResult{Model: resp.Model, Latency: resp.Latency, Usage: resp.Usage, Cost: resp.Cost}
 	if err != nil {

@@ -8,7 +8,9 @@
 // Protocol: POST /v1/tokens with "Authorization: Bearer <credential>" and a
 // github.TokenRequest as JSON; the answer is a github.BrokerToken, or an
 // error body {"code", "message"} whose code the client maps back to
-// github's sentinel errors. Nothing else is served.
+// github's sentinel errors. GET /v1/apps (any caller) answers each app's
+// installations as GitHub reports them, permissions and events, for quavon
+// doctor ([]github.BrokerApp; no token). Nothing else is served.
 //
 // Callers authenticate with a random credential from their own file; the
 // broker knows only its SHA-256 (the callers file), compared in constant
@@ -45,6 +47,8 @@ const MaxRequestBytes = 4 << 10
 type Minter interface {
 	Token(ctx context.Context, installationID int64, repo string, perms github.Permissions) (*github.InstallationToken, error)
 	Forget(installationID int64, repo string, perms github.Permissions, digest string)
+	// Installations lists the app's installations (GET /app/installations).
+	Installations(ctx context.Context) ([]github.AppInstallation, error)
 }
 
 // Config configures New.
@@ -77,10 +81,12 @@ func New(cfg Config) (*Server, error) {
 	return &Server{apps: cfg.Apps, callers: cfg.Callers, log: cfg.Log}, nil
 }
 
-// Handler serves POST /v1/tokens and refuses everything else.
+// Handler serves POST /v1/tokens and GET /v1/apps and refuses everything
+// else.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/tokens", s.token)
+	mux.HandleFunc("GET /v1/apps", s.listApps)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusNotFound, github.BrokerBadRequest, "not found")
 	})
@@ -159,6 +165,37 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 		Token: tok.Secret(), ExpiresAt: tok.ExpiresAt, InstallationID: tok.InstallationID, Repo: tok.Repo,
 		Set: req.Set, Permissions: tok.Permissions,
 	})
+}
+
+// listApps answers each app's installations, in a fixed order (review,
+// fixer); an app GitHub refused to list carries the error instead.
+func (s *Server) listApps(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	c, ok := s.caller(r)
+	if !ok {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "token broker: refused", slog.String("reason", "unknown credential"))
+		refuse(w, http.StatusUnauthorized, github.BrokerUnauthorized, "unknown credential")
+		return
+	}
+	out := []github.BrokerApp{}
+	for _, kind := range []github.AppKind{github.AppReview, github.AppFixer} {
+		m := s.apps[kind]
+		if m == nil {
+			continue
+		}
+		a := github.BrokerApp{Kind: kind, Installations: []github.AppInstallation{}}
+		ins, err := m.Installations(ctx)
+		if err != nil {
+			a.Error = clip(err.Error())
+		} else {
+			a.Installations = ins
+		}
+		out = append(out, a)
+	}
+	s.log.LogAttrs(ctx, slog.LevelInfo, "token broker: apps listed", slog.String("caller", string(c.Role)))
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(out)
 }
 
 func (s *Server) refused(ctx context.Context, c Caller, req github.TokenRequest, reason string) {

@@ -233,3 +233,30 @@ func rawRequest(t *testing.T, addr, method, path, auth string) int {
 	resp.Body.Close()
 	return resp.StatusCode
 }
+
+// GET /v1/apps answers each held app's installations as GitHub reports
+// them, to known callers only, and never a token.
+func TestApps(t *testing.T) {
+	e := newEnv(t)
+	apps, err := e.broker.Client(t, tokenbroker.RoleWorker).Apps(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(apps) != 2 || apps[0].Kind != github.AppReview || apps[1].Kind != github.AppFixer {
+		t.Fatalf("apps %+v", apps)
+	}
+	if len(apps[0].Installations) != 1 || apps[0].Installations[0].ID != e.review.ID || apps[0].Installations[0].Permissions["checks"] != "write" {
+		t.Fatalf("review installations %+v", apps[0].Installations)
+	}
+	if len(apps[1].Installations) != 2 {
+		t.Fatalf("fixer installations %+v", apps[1].Installations)
+	}
+	bad, err := github.NewBrokerClient(e.broker.Addr, []byte("qvb_not-a-credential-the-broker-knows-0000000000"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bad.Apps(context.Background()); !errors.Is(err, github.ErrBrokerRefused) {
+		t.Fatalf("unknown credential: %v", err)
+	}
+	e.noTokenInLogs(t, "apps listed")
+}

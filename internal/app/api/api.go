@@ -29,7 +29,7 @@ import (
 )
 
 // MinWebhookSecret is the shortest webhook secret accepted.
-const MinWebhookSecret = 16
+const MinWebhookSecret = github.MinWebhookSecret
 
 // Service is quavon-api.
 type Service struct {

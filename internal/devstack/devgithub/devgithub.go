@@ -18,10 +18,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/quavon/quavon/internal/devstack"
+	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/llm/llmfake"
 )
@@ -88,6 +90,7 @@ func Handler(db *sql.DB) http.HandlerFunc {
 type Seeded struct {
 	Server     *githubfake.Server
 	Repo       *githubfake.Repo
+	Admin      *githubfake.Account
 	Review     *githubfake.App
 	Fixer      *githubfake.App
 	ReviewInst *githubfake.Installation
@@ -99,30 +102,33 @@ type Seeded struct {
 	installed bool
 }
 
-// Seed creates the organisation, its admin, the demo repository and both
-// apps installed on it with the permissions Quavon asks for, their
-// webhooks going to webhookBase+"/review" and "/fixer".
-func Seed(s *githubfake.Server, webhookBase string) *Seeded {
+// Seed creates the organisation, its admin (the demo's maintainer, signed
+// in at the emulator's OAuth page), the demo repository and both apps
+// installed on it with exactly the permissions and events Quavon registers
+// them with (github.AppPermissions, github.AppEvents: the one definition
+// `quavon github setup` and `quavon doctor` use), their webhooks going to
+// webhookBase+"/review" and "/fixer" and the review app's OAuth callback
+// below dashboardURL.
+func Seed(s *githubfake.Server, webhookBase, dashboardURL string) *Seeded {
 	s.AddOrg(devstack.DemoOrg)
-	s.AddUser(devstack.DemoAdmin)
+	admin := s.AddUser(devstack.DemoAdmin)
 	repo := s.AddRepo(devstack.DemoOrg, devstack.DemoRepo, githubfake.RepoOptions{Private: true, Files: demoFiles, Description: "Quavon's demo repository"})
 	s.SetPermission(devstack.DemoOrg, devstack.DemoRepo, devstack.DemoAdmin, "admin")
 	review := s.RegisterApp(devstack.ReviewAppSlug)
 	fixer := s.RegisterApp(devstack.FixerAppSlug)
-	ri := s.Install(review, devstack.DemoOrg, ReviewPermissions, devstack.DemoOrg+"/"+devstack.DemoRepo)
-	fi := s.Install(fixer, devstack.DemoOrg, FixerPermissions, devstack.DemoOrg+"/"+devstack.DemoRepo)
+	full := devstack.DemoOrg + "/" + devstack.DemoRepo
+	ri := s.Install(review, devstack.DemoOrg, github.AppPermissions(github.AppReview), full)
+	fi := s.Install(fixer, devstack.DemoOrg, github.AppPermissions(github.AppFixer), full)
+	s.SetEvents(ri, github.AppEvents(github.AppReview))
+	s.SetEvents(fi, github.AppEvents(github.AppFixer))
 	s.SetWebhookURL(review, webhookBase+"/review")
 	s.SetWebhookURL(fixer, webhookBase+"/fixer")
+	if dashboardURL != "" {
+		s.SetCallbackURL(review, strings.TrimSuffix(dashboardURL, "/")+"/auth/callback")
+	}
 	s.SignInAs(devstack.DemoAdmin)
-	return &Seeded{Server: s, Repo: repo, Review: review, Fixer: fixer, ReviewInst: ri, FixerInst: fi}
+	return &Seeded{Server: s, Repo: repo, Admin: admin, Review: review, Fixer: fixer, ReviewInst: ri, FixerInst: fi}
 }
-
-// The permissions each app is installed with (and `quavon doctor` checks).
-var (
-	ReviewPermissions = map[string]string{"metadata": "read", "contents": "read", "pull_requests": "write", "issues": "write",
-		"checks": "write", "security_events": "write"}
-	FixerPermissions = map[string]string{"metadata": "read", "contents": "write", "pull_requests": "write", "issues": "write"}
-)
 
 // WriteState writes the apps' secrets and state.json into dir (0700).
 func (d *Seeded) WriteState(dir, controlURL, controlToken string) error {
@@ -142,7 +148,7 @@ func (d *Seeded) WriteState(dir, controlURL, controlToken string) error {
 	if err := os.WriteFile(filepath.Join(dir, devstack.ControlTokenFile), []byte(controlToken), 0o600); err != nil {
 		return err
 	}
-	st := devstack.GitHubState{URL: d.Server.URL, ControlURL: controlURL, Repo: devstack.DemoOrg + "/" + devstack.DemoRepo,
+	st := devstack.GitHubState{URL: d.Server.URL, ControlURL: controlURL, Repo: devstack.DemoOrg + "/" + devstack.DemoRepo, AdminID: d.Admin.ID,
 		Review:   devstack.AppState{ID: d.Review.ID, Slug: devstack.ReviewAppSlug, ClientID: d.Review.ClientID, InstallationID: d.ReviewInst.ID},
 		Fixer:    devstack.AppState{ID: d.Fixer.ID, Slug: devstack.FixerAppSlug, ClientID: d.Fixer.ClientID, InstallationID: d.FixerInst.ID},
 		ModelURL: d.ModelURL, Model: DevModel}
@@ -197,9 +203,9 @@ func (d *Seeded) OpenDemoIssue() int {
 	return n
 }
 
-// ControlHandler serves the scenario endpoints quavon dev calls, each a
-// POST with "Authorization: Bearer <token>": /install, /pr, /issue (the
-// answers are JSON), and GET /reviews?pr=N and /pulls (what Quavon posted).
+// ControlHandler serves the scenario endpoints quavon dev calls, each with
+// "Authorization: Bearer <token>": POST /install, /pr, /issue (the answers
+// are JSON), and GET /reviews?pr=N and /pulls (what Quavon posted).
 func (d *Seeded) ControlHandler(token string) http.Handler {
 	mux := http.NewServeMux()
 	reply := func(w http.ResponseWriter, v any) {
@@ -223,6 +229,14 @@ func (d *Seeded) ControlHandler(token string) http.Handler {
 		}
 		reply(w, map[string]any{"reviews": d.Repo.Reviews(n), "check_runs": d.Repo.CheckRuns()})
 	})
+	mux.HandleFunc("GET /pulls", func(w http.ResponseWriter, r *http.Request) {
+		pulls, err := d.Pulls()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		reply(w, map[string]any{"pulls": pulls})
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		want := "Bearer " + token
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
@@ -233,13 +247,47 @@ func (d *Seeded) ControlHandler(token string) http.Handler {
 	})
 }
 
+// Pulls lists the repository's pull requests with the files each head
+// changes against its base branch (devstack.Pull).
+func (d *Seeded) Pulls() ([]devstack.Pull, error) {
+	out := []devstack.Pull{}
+	for _, in := range d.Repo.Issues() {
+		pr := in.PullRequest
+		if pr == nil {
+			continue
+		}
+		p := devstack.Pull{Number: in.Number, Title: in.Title, Body: in.Body, Author: in.Author, State: in.State, Draft: pr.Draft,
+			Head: pr.Head, Base: pr.Base, HeadSHA: pr.HeadSHA, Files: map[string]*string{}}
+		head, err := d.Repo.Files(pr.HeadSHA)
+		if err != nil {
+			return nil, err
+		}
+		base, err := d.Repo.Files(pr.Base)
+		if err != nil {
+			return nil, err
+		}
+		for path, c := range head {
+			if b, ok := base[path]; !ok || b != c {
+				p.Files[path] = &c
+			}
+		}
+		for path := range base {
+			if _, ok := head[path]; !ok {
+				p.Files[path] = nil
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // Serve runs the emulator with the demo world until ctx ends:
-// webhooks to webhookBase, state and secrets in stateDir, the control
+// webhooks to webhookBase, dashboard sign-ins back to dashboardURL, state and secrets in stateDir, the control
 // endpoints on controlAddr (127.0.0.1:0 picks a port).
-func Serve(ctx context.Context, log *slog.Logger, stateDir, webhookBase, controlAddr string) error {
+func Serve(ctx context.Context, log *slog.Logger, stateDir, webhookBase, dashboardURL, controlAddr string) error {
 	s, closeSrv := githubfake.NewStandalone(log)
 	defer closeSrv()
-	d := Seed(s, webhookBase)
+	d := Seed(s, webhookBase, dashboardURL)
 	// The model the worker's review and fix runs talk to, on the
 	// Anthropic API with a key of its own.
 	modelKey := "sk-ant-dev-" + randomToken()

@@ -12,8 +12,9 @@ const DevModel = "claude-sonnet-5-5"
 // ModelScript is the development stack's model (served by llmfake on
 // the Anthropic API): in a review conversation it reports the demo pull
 // request's SQL built by concatenation with its exact quote and line,
-// then finishes; in a fix conversation it edits that line into a
-// parameterised query and finishes; anything else gets a plain answer.
+// then finishes; in a fix conversation it edits the demo issue's bug and
+// finishes; quavon doctor's probe gets its tool call; anything else gets a
+// plain answer.
 // Each conversation is told apart by its tools and the assistant turns it
 // already holds, so concurrent runs do not share a step counter.
 func ModelScript() llm.Script {
@@ -34,6 +35,8 @@ func ModelScript() llm.Script {
 		}
 		path, line, quote := plantedSQL()
 		switch {
+		case has("quavon_probe"): // quavon doctor's llm.Probe
+			return llm.Call("quavon_probe", map[string]string{"word": "ready"})
 		case has("report_finding") && turns == 0:
 			return llm.Call("report_finding", map[string]any{"path": path, "startLine": line, "endLine": line, "severity": "high",
 				"category": "security", "title": "SQL built from request input",

@@ -1,6 +1,7 @@
 package devgithub
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -56,5 +57,13 @@ func TestModelScript(t *testing.T) {
 	}
 	if st := script(0, llm.Request{}); st.Text == "" || len(st.ToolCalls) != 0 {
 		t.Errorf("no tools: %+v", st)
+	}
+}
+
+// quavon doctor's model check passes against the development model.
+func TestModelScriptPassesProbe(t *testing.T) {
+	m := llm.NewScripted(ModelScript(), DevModel, llm.Price{Input: 3, Output: 15})
+	if _, err := llm.Probe(context.Background(), m); err != nil {
+		t.Fatal(err)
 	}
 }

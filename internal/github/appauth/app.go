@@ -189,6 +189,63 @@ func (a *App) Token(ctx context.Context, installationID int64, repo string, perm
 	return tok.Clone(), nil
 }
 
+// Installations lists the app's installations as GitHub reports them
+// (GET /app/installations with the app's JWT), at most
+// github.MaxAppInstallations.
+func (a *App) Installations(ctx context.Context) ([]github.AppInstallation, error) {
+	const op = "appauth.Installations"
+	var out []github.AppInstallation
+	for page := 1; len(out) < github.MaxAppInstallations; page++ {
+		signed, err := a.JWT(a.now())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		u := a.apiURL.JoinPath("app", "installations")
+		u.RawQuery = url.Values{"per_page": {"100"}, "page": {strconv.Itoa(page)}}.Encode()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		req.Header.Set("Authorization", "Bearer "+signed)
+		req.Header.Set("Accept", "application/vnd.github+json")
+		req.Header.Set("X-GitHub-Api-Version", github.APIVersion)
+		resp, err := a.transport.RoundTrip(req)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		var batch []struct {
+			ID      int64 `json:"id"`
+			Account struct {
+				Login string `json:"login"`
+			} `json:"account"`
+			Permissions github.Permissions `json:"permissions"`
+			Events      []string           `json:"events"`
+			SuspendedAt *time.Time         `json:"suspended_at"`
+		}
+		if resp.StatusCode != http.StatusOK {
+			err := github.ResponseError(resp)
+			resp.Body.Close()
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		err = json.NewDecoder(io.LimitReader(resp.Body, maxTokenResponse)).Decode(&batch)
+		resp.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: decode: %w", op, err)
+		}
+		for _, in := range batch {
+			out = append(out, github.AppInstallation{ID: in.ID, Account: in.Account.Login, Permissions: in.Permissions,
+				Events: in.Events, Suspended: in.SuspendedAt != nil})
+		}
+		if len(batch) < 100 {
+			break
+		}
+	}
+	if len(out) > github.MaxAppInstallations {
+		out = out[:github.MaxAppInstallations]
+	}
+	return out, nil
+}
+
 // Forget drops the cached token whose github.TokenDigest is digest (one
 // GitHub answered 401 to), so the next Token call mints a new one. A digest
 // that does not match the cached token changes nothing: a caller can only
