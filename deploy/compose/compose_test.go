@@ -3,8 +3,11 @@
 // Valkey, never where Postgres, the API, the worker or the broker are), SB6
 // (the Docker socket only in the runner, which publishes no port), the app
 // private keys only in the token broker, every secret in exactly one
-// service, the egress proxy alone on the internal egress network, and every
-// QUAVON_* variable one that the service's own binary reads.
+// service, the egress proxy alone on the internal egress network, every
+// service on exactly the networks the spec's process table gives it (the
+// publisher: the database, the broker and GitHub), a broker credential
+// exactly for the broker's callers, and every QUAVON_* variable one that
+// the service's own binary reads.
 package compose_test
 
 import (
@@ -124,13 +127,29 @@ var quavonServices = map[string]struct {
 	"token-broker": {"quavon-token-broker", config.ServiceBroker},
 	"runner":       {"quavon-sandbox-runner", config.ServiceRunner},
 	"egress":       {"quavon-sandbox-egress", config.ServiceEgress},
+	"publisher":    {"quavon-publisher", config.ServicePublisher},
+}
+
+// wantNetworks is each service's exact set of networks (ARCHITECTURE.md's
+// process table): a service joins no network it has no business on.
+var wantNetworks = map[string][]string{
+	"postgres":     {"backend"},
+	"valkey":       {"sandbox-control", "sandbox-queue"},
+	"migrate":      {"backend"},
+	"api":          {"backend", "broker", "edge", "metrics"},
+	"worker":       {"backend", "broker", "metrics", "outbound", "sandbox-queue"},
+	"publisher":    {"backend", "broker", "metrics", "outbound"},
+	"token-broker": {"broker", "outbound"},
+	"runner":       {"sandbox-control"},
+	"egress":       {"outbound", "sandbox-control", "sandbox-egress"},
 }
 
 // Who may share a network with whom. A network's members must all be in
 // one of these sets.
 var (
 	backendMembers        = []string{"postgres", "migrate", "api", "worker", "publisher"}
-	sandboxControlMembers = []string{"valkey", "runner", "egress", "worker"}
+	sandboxControlMembers = []string{"valkey", "runner", "egress"}
+	sandboxQueueMembers   = []string{"valkey", "worker"}
 	brokerMembers         = []string{"token-broker", "api", "worker", "publisher"}
 )
 
@@ -222,6 +241,30 @@ func TestComposeCheckCatches(t *testing.T) {
 		{"secret given directly", func(f *composeFile) {
 			f.Services["api"].Environment["QUAVON_DATABASE_PASSWORD"] = "hunter2"
 		}, "QUAVON_DATABASE_PASSWORD"},
+		{"publisher on sandbox-control", func(f *composeFile) {
+			f.Services["publisher"].Networks["sandbox-control"] = struct {
+				IPv4Address string `yaml:"ipv4_address"`
+			}{}
+		}, "publisher: networks"},
+		{"publisher off the broker network", func(f *composeFile) { delete(f.Services["publisher"].Networks, "broker") }, "broker credential"},
+		{"socket in the publisher", func(f *composeFile) {
+			f.Services["publisher"].Volumes = append(f.Services["publisher"].Volumes, "/var/run/docker.sock:/var/run/docker.sock")
+		}, "SB6"},
+		{"app key in the publisher", func(f *composeFile) {
+			f.Services["publisher"].Secrets = append(f.Services["publisher"].Secrets, "fixer_private_key")
+		}, "private key"},
+		{"pool key in the publisher", func(f *composeFile) {
+			f.Services["publisher"].Secrets = append(f.Services["publisher"].Secrets, "worker_sandbox_signing_key")
+		}, "pool key"},
+		{"runner with a broker credential", func(f *composeFile) {
+			f.Services["runner"].Secrets = append(f.Services["runner"].Secrets, "worker_broker_credential")
+		}, "broker credential"},
+		{"worker beside the runner", func(f *composeFile) {
+			f.Services["worker"].Networks["sandbox-control"] = struct {
+				IPv4Address string `yaml:"ipv4_address"`
+			}{}
+		}, "SB5"},
+		{"publisher missing", func(f *composeFile) { delete(f.Services, "publisher") }, "publisher is missing"},
 		{"proxy address elsewhere", func(f *composeFile) {
 			f.Services["runner"].Environment["QUAVON_SANDBOX_EGRESS_PROXY"] = "172.29.20.11:3128"
 		}, "QUAVON_SANDBOX_EGRESS_PROXY"},
@@ -264,6 +307,23 @@ func check(f *composeFile) []string {
 	}
 	for n := range members {
 		sort.Strings(members[n])
+	}
+	for _, name := range sortedKeys(wantNetworks) {
+		if _, ok := f.Services[name]; !ok {
+			fail("service %s is missing", name)
+		}
+	}
+	for _, name := range sortedKeys(f.Services) {
+		want, ok := wantNetworks[name]
+		if got := sortedKeys(f.Services[name].Networks); !ok || !slices.Equal(got, want) {
+			fail("%s: networks %v, want %v", name, got, want)
+		}
+		// Every broker caller holds its own credential, read by its
+		// QUAVON_BROKER_CREDENTIAL_FILE.
+		if _, on := f.Services[name].Networks["broker"]; on && name != "token-broker" &&
+			f.Services[name].Environment["QUAVON_BROKER_CREDENTIAL_FILE"] != "/run/secrets/"+name+"_broker_credential" {
+			fail("%s is on the broker network without its broker credential (%s_broker_credential)", name, name)
+		}
 	}
 
 	for _, name := range sortedKeys(quavonServices) {
@@ -309,8 +369,16 @@ func check(f *composeFile) []string {
 		if strings.HasSuffix(sec, "private_key") && !slices.Equal(h, []string{"token-broker"}) {
 			fail("secret %s (an app private key) is held by %v: only the token broker holds the apps' private keys", sec, h)
 		}
-		if sec == "sandbox_signing_key" && slices.ContainsFunc(h, func(s string) bool { return s != "runner" && s != "worker" }) {
-			fail("secret sandbox_signing_key is held by %v: only the runner and the worker hold the pool key", h)
+		if strings.HasSuffix(sec, "sandbox_signing_key") && slices.ContainsFunc(h, func(s string) bool { return s != "runner" && s != "worker" }) {
+			fail("secret %s is held by %v: only the runner and the worker hold the pool key", sec, h)
+		}
+		// A broker credential belongs to a caller on the broker network.
+		if strings.HasSuffix(sec, "_broker_credential") {
+			for _, m := range h {
+				if _, on := f.Services[m].Networks["broker"]; !on || !slices.Contains(brokerMembers, m) || m == "token-broker" {
+					fail("secret %s (a broker credential) is held by %s, which is not one of the broker's callers on its network", sec, m)
+				}
+			}
 		}
 	}
 
@@ -333,14 +401,14 @@ func check(f *composeFile) []string {
 			}
 		}
 	}
-	for n, allowed := range map[string][]string{"backend": backendMembers, "sandbox-control": sandboxControlMembers, "broker": brokerMembers} {
+	for n, allowed := range map[string][]string{"backend": backendMembers, "sandbox-control": sandboxControlMembers, "sandbox-queue": sandboxQueueMembers, "broker": brokerMembers} {
 		for _, m := range members[n] {
 			if !slices.Contains(allowed, m) {
 				fail("SB5: %s is on network %s (allowed: %v)", m, n, allowed)
 			}
 		}
 	}
-	for _, n := range []string{"backend", "sandbox-control", "broker", "sandbox-egress", "metrics"} {
+	for _, n := range []string{"backend", "sandbox-control", "sandbox-queue", "broker", "sandbox-egress", "metrics"} {
 		if nw := f.Networks[n]; nw == nil || !nw.Internal {
 			fail("network %s must exist and be internal (no route out)", n)
 		}

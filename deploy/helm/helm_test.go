@@ -49,7 +49,7 @@ const chartDir = "quavon"
 
 // required are the values the chart refuses to render without.
 const required = `
-github: {reviewAppID: "12345", fixerAppID: "67890"}
+github: {reviewAppID: "12345", fixerAppID: "67890", reviewAppSlug: quavon-review}
 broker: {callers: "publisher review-read,review-write 0000000000000000000000000000000000000000000000000000000000000000\n"}
 runner: {imagesLock: '{"version":1,"classes":{}}'}
 `
@@ -164,6 +164,7 @@ func TestChartRefusesMissingValues(t *testing.T) {
 	for _, tc := range []struct{ name, vals, want string }{
 		{"no review app", `github: {reviewAppID: ""}`, "github.reviewAppID"},
 		{"no callers", `broker: {callers: ""}`, "broker.callers"},
+		{"no review app slug", `github: {reviewAppSlug: ""}`, "github.reviewAppSlug"},
 		{"no lockfile", `runner: {imagesLock: ""}`, "runner.imagesLock"},
 		{"unknown backend", `runner: {backend: docker-runc-insecure}`, "runner.backend"},
 	} {
@@ -240,6 +241,38 @@ func TestChartCheckCatches(t *testing.T) {
 			c := &m.pod("api").Containers[0]
 			c.Env = append(c.Env, corev1.EnvVar{Name: "QUAVON_SANDBOX_SIGNING_KEY_FILE", Value: "/run/secrets/quavon/signing-key"})
 		}, "not read by quavon-api"},
+		{"socket in the publisher", nil, func(m *manifests) {
+			p := m.pod("publisher")
+			p.Volumes = append(p.Volumes, corev1.Volume{Name: "sock", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/var/run/docker.sock"}}})
+		}, "SB6"},
+		{"app keys in the publisher", nil, func(m *manifests) {
+			p := m.pod("publisher")
+			p.Volumes[0].Secret.Items = append(p.Volumes[0].Secret.Items, corev1.KeyToPath{Key: "fixer-private-key", Path: "fixer-private-key"})
+		}, "private keys"},
+		{"pool key in the publisher", nil, func(m *manifests) {
+			p := m.pod("publisher")
+			p.Volumes[0].Secret.Items = append(p.Volumes[0].Secret.Items, corev1.KeyToPath{Key: "signing-key", Path: "signing-key"})
+		}, "publisher mounts"},
+		{"publisher reaches Valkey", nil, func(m *manifests) {
+			np := m.policy("publisher")
+			np.Spec.Egress[0].To = append(np.Spec.Egress[0].To, networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "valkey"}}})
+		}, "publisher may reach"},
+		{"publisher reaches everything", nil, func(m *manifests) {
+			np := m.policy("publisher")
+			np.Spec.Egress = append(np.Spec.Egress, networkingv1.NetworkPolicyEgressRule{})
+		}, "publisher's egress rule"},
+		{"publisher not a broker client", nil, func(m *manifests) {
+			delete(m.pods()["publisher"].Labels, "quavon.dev/broker-client")
+		}, "broker-client"},
+		{"api a broker client", nil, func(m *manifests) {
+			m.pods()["api"].Labels["quavon.dev/broker-client"] = "true"
+		}, "broker-client"},
+		{"publisher cannot reach the broker", nil, func(m *manifests) {
+			np := m.policy("publisher")
+			np.Spec.Egress = slices.DeleteFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+				return len(r.To) == 1 && r.To[0].PodSelector != nil && r.To[0].PodSelector.MatchLabels[componentLabel] == "token-broker"
+			})
+		}, "cannot reach the broker"},
 		{"kube runner may touch pods elsewhere", []string{`runner: {backend: kube-gvisor}`}, func(m *manifests) {
 			for _, o := range m.objs {
 				if r, ok := o.(*rbacv1.Role); ok {
@@ -269,7 +302,12 @@ var workloads = map[string]struct {
 	"token-broker":   {"quavon-token-broker", config.ServiceBroker},
 	"sandbox-runner": {"quavon-sandbox-runner", config.ServiceRunner},
 	"migrate":        {"quavon", config.ServiceMigrate},
+	"publisher":      {"quavon-publisher", config.ServicePublisher},
 }
+
+// brokerCallers are the workloads that request tokens (ARCHITECTURE.md's
+// process table): the worker's read sets and the publisher's write sets.
+var brokerCallers = []string{"publisher", "worker"}
 
 const componentLabel = "app.kubernetes.io/component"
 
@@ -423,7 +461,7 @@ func check(m *manifests) []string {
 		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
 			fail("%s: resources lack requests or limits", comp)
 		}
-		if comp == "api" || comp == "worker" || comp == "token-broker" {
+		if comp == "api" || comp == "worker" || comp == "token-broker" || comp == "publisher" {
 			if c.ReadinessProbe == nil || c.LivenessProbe == nil {
 				fail("%s: no readiness or liveness probe", comp)
 			}
@@ -467,6 +505,7 @@ func check(m *manifests) []string {
 		}
 	}
 
+	checkPublisher(m, fail)
 	checkNetworkPolicies(m, docker, fail)
 	if !docker {
 		checkKubeBackend(m, fail)
@@ -531,6 +570,67 @@ func checkNetworkPolicies(m *manifests, docker bool, fail func(string, ...any)) 
 			if len(r.From) == 0 {
 				fail("the broker's ingress rule %d admits anyone", i)
 			}
+		}
+	}
+}
+
+// checkPublisher holds the broker's callers and the publisher to their
+// placement: exactly the worker and the publisher carry the broker-client
+// label and a broker credential and may reach the broker's pods; the
+// publisher mounts its database password and broker credential only and
+// reaches Postgres, DNS, the broker and public HTTPS (GitHub) only.
+func checkPublisher(m *manifests, fail func(string, ...any)) {
+	pods := m.pods()
+	brokerPeer := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+		"app.kubernetes.io/name": "quavon", "app.kubernetes.io/instance": "q", componentLabel: "token-broker"}}}
+	for _, comp := range sortedKeys(pods) {
+		caller := slices.Contains(brokerCallers, comp)
+		if labelled := pods[comp].Labels["quavon.dev/broker-client"] == "true"; labelled != caller {
+			fail("%s: label quavon.dev/broker-client=%v, want %v (only %v request tokens)", comp, labelled, caller, brokerCallers)
+		}
+		cred := slices.ContainsFunc(pods[comp].Spec.Volumes, func(v corev1.Volume) bool {
+			return v.Secret != nil && slices.ContainsFunc(v.Secret.Items, func(k corev1.KeyToPath) bool { return k.Key == "broker-credential" })
+		})
+		if cred != caller {
+			fail("%s: mounts a broker credential: %v, want %v", comp, cred, caller)
+		}
+		if np := m.policy(comp); caller && np != nil && !slices.ContainsFunc(np.Spec.Egress, func(r networkingv1.NetworkPolicyEgressRule) bool {
+			return slices.ContainsFunc(r.To, func(p networkingv1.NetworkPolicyPeer) bool { return reflect.DeepEqual(p, brokerPeer) })
+		}) {
+			fail("%s cannot reach the broker (no egress rule to its pods)", comp)
+		}
+	}
+	if p := pods["publisher"]; p != nil {
+		for _, v := range p.Spec.Volumes {
+			if v.Secret == nil {
+				continue
+			}
+			for _, k := range v.Secret.Items {
+				if k.Key != "database-password" && k.Key != "broker-credential" {
+					fail("publisher mounts %s: it holds its database password and its broker credential only", k.Key)
+				}
+			}
+		}
+	}
+	np := m.policy("publisher")
+	if np == nil {
+		return
+	}
+	allowed := append(append(append(peers(m, fail, "database", "peers"), peers(m, fail, "dns", "peers")...),
+		peers(m, fail, "internet", "peers")...), brokerPeer)
+	for i, r := range np.Spec.Egress {
+		if len(r.To) == 0 || len(r.Ports) == 0 {
+			fail("the publisher's egress rule %d allows every destination or port", i)
+		}
+		for _, p := range r.To {
+			if !slices.ContainsFunc(allowed, func(a networkingv1.NetworkPolicyPeer) bool { return reflect.DeepEqual(a, p) }) {
+				fail("the publisher may reach %+v: only Postgres, DNS, the broker and GitHub", p)
+			}
+		}
+	}
+	for i, r := range np.Spec.Ingress {
+		if len(r.From) == 0 {
+			fail("the publisher's ingress rule %d admits anyone: only a scraper on its metrics port", i)
 		}
 	}
 }

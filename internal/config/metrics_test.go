@@ -13,13 +13,18 @@ func TestMetricsListen(t *testing.T) {
 			c, err := LoadWorker(e)
 			return c.MetricsListen, err
 		},
+		"QUAVON_PUBLISHER_METRICS_LISTEN": func(e []string) (string, error) {
+			c, err := LoadPublisher(e)
+			return c.MetricsListen, err
+		},
 		"QUAVON_SANDBOX_METRICS_LISTEN": func(e []string) (string, error) {
 			c, err := LoadRunner(append(e, "QUAVON_SANDBOX_SIGNING_KEY_FILE=/run/secrets/k"))
 			return c.MetricsListen, err
 		},
 	}
 	defaults := map[string]string{"QUAVON_API_METRICS_LISTEN": ":9090", "QUAVON_WORKER_METRICS_LISTEN": ":9090",
-		"QUAVON_SANDBOX_METRICS_LISTEN": ""} // the runner listens on no port unless told
+		"QUAVON_PUBLISHER_METRICS_LISTEN": ":9090",
+		"QUAVON_SANDBOX_METRICS_LISTEN":   ""} // the runner listens on no port unless told
 	for name, f := range load {
 		if got, err := f(nil); got != defaults[name] || (err != nil && strings.Contains(err.Error(), name)) {
 			t.Errorf("%s default: %q %v", name, got, err)

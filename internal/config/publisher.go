@@ -34,6 +34,8 @@ type PublisherConfig struct {
 	GitHub    GitHub
 	Broker    BrokerClient
 	Publisher Publisher
+	// MetricsListen is where /metrics is served; empty: off.
+	MetricsListen string
 }
 
 var slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,33}$`)
@@ -44,7 +46,8 @@ func LoadPublisher(environ []string) (PublisherConfig, error) {
 	if err != nil {
 		return PublisherConfig{}, err
 	}
-	c := PublisherConfig{Core: r.core(), DB: r.database(), GitHub: r.github(), Broker: r.brokerClient(), Publisher: r.publisher()}
+	c := PublisherConfig{Core: r.core(), DB: r.database(), GitHub: r.github(), Broker: r.brokerClient(), Publisher: r.publisher(),
+		MetricsListen: r.optionalListen("QUAVON_PUBLISHER_METRICS_LISTEN")}
 	c.Warnings = r.warnings
 	return c, r.err()
 }

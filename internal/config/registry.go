@@ -210,6 +210,7 @@ var registry = []Setting{
 	{Name: "QUAVON_PUBLISHER_CONCURRENCY", Default: "4", group: gPublisher, Doc: "jobs of the `publish` queue the publisher runs at once"},
 	{Name: "QUAVON_PUBLISHER_WRITE_SPACING", Default: "1s", group: gPublisher, Doc: "minimum interval between two writes of one installation (GitHub: content-creating requests serially, a second apart); a job that must wait is snoozed, freeing its worker"},
 	{Name: "QUAVON_PUBLISHER_SHUTDOWN_GRACE", Default: "30s", group: gPublisher, Doc: "on SIGTERM, how long running publish jobs may finish; then they are cancelled (an interrupted write is reconciled by the retry)"},
+	{Name: "QUAVON_PUBLISHER_METRICS_LISTEN", Default: ":9090", group: gPublisher, Doc: "where `quavon-publisher` serves Prometheus `/metrics` and `/healthz` (its only listener): publish jobs by kind and outcome (snoozed = waiting for the write spacing), their latencies and the `publish` queue's depth; empty: off"},
 
 	{Name: "QUAVON_LLM_PROVIDER", group: gLLM, Doc: "`anthropic` or `openai` (every OpenAI-compatible server); empty: no model, the model features are off"},
 	{Name: "QUAVON_LLM_MODEL", group: gLLM, Doc: "model name (Azure: the deployment name)"},

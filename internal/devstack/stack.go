@@ -210,7 +210,8 @@ func Start(ctx context.Context, opt Options) (st *Stack, err error) {
 		return st, err
 	}
 	if _, err := st.spawn(ctx, "quavon-publisher", nil, concat(base, ghEnv, db("publisher"), broker("publisher"), []string{
-		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + gh.Review.Slug, "QUAVON_GITHUB_FIXER_APP_SLUG=" + gh.Fixer.Slug}), nil); err != nil {
+		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + gh.Review.Slug, "QUAVON_GITHUB_FIXER_APP_SLUG=" + gh.Fixer.Slug,
+		"QUAVON_PUBLISHER_METRICS_LISTEN="}), nil); err != nil {
 		return st, err
 	}
 	if opt.Sandbox {

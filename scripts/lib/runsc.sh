@@ -10,11 +10,12 @@ is_static() {
 	[[ "$out" == *"not a dynamic executable"* || "$out" == *"statically linked"* ]]
 }
 
-# fetch_runsc_deb SUITE: download the runsc .deb of Debian SUITE into $CACHE_DIR/apt-SUITE
-# with a private apt configuration (own sources list, lists and cache; the system's sources
-# and installed-package state are untouched). Prints the .deb's path.
+# fetch_runsc_deb SUITE [PACKAGE]: download the runsc (or PACKAGE's) .deb of Debian SUITE
+# into $CACHE_DIR/apt-SUITE with a private apt configuration (own sources list, lists and
+# cache; the system's sources and installed-package state are untouched). Prints the .deb's
+# path.
 fetch_runsc_deb() {
-	local suite=$1 dir="$CACHE_DIR/apt-$1"
+	local suite=$1 pkg=${2:-runsc} dir="$CACHE_DIR/apt-$1"
 	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/debs"
 	echo "deb http://deb.debian.org/debian $suite main" >"$dir/sources.list"
 	local opts=(
@@ -29,9 +30,9 @@ fetch_runsc_deb() {
 		-o APT::Sandbox::User=root
 	)
 	apt-get "${opts[@]}" update -qq >&2 || return 1
-	rm -f "$dir/debs"/runsc_*.deb
-	(cd "$dir/debs" && apt-get "${opts[@]}" download -qq runsc >&2) || return 1
-	compgen -G "$dir/debs/runsc_*.deb"
+	rm -f "$dir/debs/${pkg}"_*.deb
+	(cd "$dir/debs" && apt-get "${opts[@]}" download -qq "$pkg" >&2) || return 1
+	compgen -G "$dir/debs/${pkg}_*.deb"
 }
 
 install_runsc() {

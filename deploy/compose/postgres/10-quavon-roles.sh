@@ -6,9 +6,11 @@
 set -euo pipefail
 api_pw=$(<"$API_DB_PASSWORD_FILE")
 worker_pw=$(<"$WORKER_DB_PASSWORD_FILE")
+publisher_pw=$(<"$PUBLISHER_DB_PASSWORD_FILE")
 psql -v ON_ERROR_STOP=1 --username "$POSTGRES_USER" --dbname "$POSTGRES_DB" \
-	-v api_pw="$api_pw" -v worker_pw="$worker_pw" <<'SQL'
+	-v api_pw="$api_pw" -v worker_pw="$worker_pw" -v publisher_pw="$publisher_pw" <<'SQL'
 CREATE ROLE quavon_app NOLOGIN NOSUPERUSER NOBYPASSRLS;
 CREATE ROLE quavon_api LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'api_pw' IN ROLE quavon_app;
 CREATE ROLE quavon_worker LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'worker_pw' IN ROLE quavon_app;
+CREATE ROLE quavon_publisher LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOBYPASSRLS PASSWORD :'publisher_pw' IN ROLE quavon_app;
 SQL

@@ -10,6 +10,11 @@
 // and the trigger actor, the secret scanner); this is the one place fix
 // publication is wired.
 //
+// /metrics and /healthz are served on QUAVON_PUBLISHER_METRICS_LISTEN (its
+// only listener): the publish jobs' outcomes by kind (snoozed: waiting for
+// the write spacing), their waits and run times, and the publish queue's
+// depth, with metrics.Worker's closed label sets.
+//
 // It holds no app private key, no model key, no sandbox key and no Valkey
 // client (cmd/quavon-publisher/deps_test.go proves what it links).
 //
@@ -27,13 +32,16 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/github"
+	"github.com/quavon/quavon/internal/metrics"
 	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/publish/publisher"
 	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/secret/leaks"
@@ -55,6 +63,33 @@ type Service struct {
 	client *river.Client[pgx.Tx]
 	log    *slog.Logger
 	grace  time.Duration
+
+	// /metrics (QUAVON_PUBLISHER_METRICS_LISTEN): River's job events on
+	// the publish queue and its depth. The recorder is metrics.Worker's:
+	// the publisher is a River worker of one queue.
+	metricsListen string
+	reg           *prometheus.Registry
+	recorder      *metrics.Worker
+	metricsReady  chan string
+}
+
+// jobKinds are the publisher's job kinds, the label values /metrics allows.
+var jobKinds = []string{publish.JobKind, publisher.SweepArgs{}.Kind()}
+
+// publishQueueCounts reads the publish queue's depth by River state at
+// scrape time (River's table; no tenant data).
+func publishQueueCounts(db *postgres.DB) metrics.QueueCounter {
+	return func(ctx context.Context) ([]metrics.QueueCount, error) {
+		rows, err := db.Pool.Query(ctx, `SELECT queue, state::text, count(*) FROM river_job WHERE queue = $1 GROUP BY queue, state`, queues.Publish)
+		if err != nil {
+			return nil, fmt.Errorf("publisher queue depths: %w", err)
+		}
+		return pgx.CollectRows(rows, func(r pgx.CollectableRow) (metrics.QueueCount, error) {
+			var q metrics.QueueCount
+			err := r.Scan(&q.Queue, &q.State, &q.Jobs)
+			return q, err
+		})
+	}
 }
 
 // Options replace parts of the assembly for tests: the GitHub transport
@@ -122,11 +157,55 @@ func New(ctx context.Context, cfg config.PublisherConfig, log *slog.Logger, opt 
 		db.Close()
 		return nil, err
 	}
-	return &Service{db: db, client: client, log: log, grace: pc.ShutdownGrace}, nil
+	reg := metrics.NewRegistry()
+	return &Service{db: db, client: client, log: log, grace: pc.ShutdownGrace, metricsListen: cfg.MetricsListen, reg: reg,
+		recorder: metrics.NewWorker(reg, []string{queues.Publish}, jobKinds, publishQueueCounts(db)), metricsReady: make(chan string, 1)}, nil
+}
+
+// MetricsReady gets the metrics listener's address once Run has opened it
+// (nothing when QUAVON_PUBLISHER_METRICS_LISTEN is empty).
+func (s *Service) MetricsReady() <-chan string { return s.metricsReady }
+
+// observe turns River's job events into metrics until events closes.
+func (s *Service) observe(events <-chan *river.Event) {
+	outcomes := map[river.EventKind]string{
+		river.EventKindJobCompleted: metrics.JobCompleted, river.EventKindJobFailed: metrics.JobFailed,
+		river.EventKindJobCancelled: metrics.JobCancelled, river.EventKindJobSnoozed: metrics.JobSnoozed,
+		river.EventKindJobInterrupted: metrics.JobInterrupted,
+	}
+	for ev := range events {
+		if ev.Job == nil || ev.JobStats == nil {
+			continue
+		}
+		s.recorder.ObserveJob(ev.Job.Queue, ev.Job.Kind, outcomes[ev.Kind], ev.JobStats.QueueWaitDuration, ev.JobStats.RunDuration)
+	}
 }
 
 // Run works until ctx ends, then stops as the package doc says.
 func (s *Service) Run(ctx context.Context) error {
+	if s.metricsListen != "" {
+		ms, err := metrics.Listen(s.metricsListen, s.reg)
+		if err != nil {
+			return err
+		}
+		s.metricsReady <- ms.Addr()
+		s.log.Info("quavon-publisher metrics listening", slog.String("addr", ms.Addr()))
+		// The metrics listener outlives the jobs' shutdown grace.
+		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		mdone := make(chan error, 1)
+		go func() { mdone <- ms.Run(mctx) }()
+		defer func() {
+			cancel()
+			if err := <-mdone; err != nil {
+				s.log.Warn("quavon-publisher metrics", slog.String("error", err.Error()))
+			}
+		}()
+	}
+	events, unsubscribe := s.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed, river.EventKindJobInterrupted)
+	observed := make(chan struct{})
+	go func() { s.observe(events); close(observed) }()
+	defer func() { unsubscribe(); <-observed }()
 	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
 		return err
 	}

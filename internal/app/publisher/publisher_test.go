@@ -2,11 +2,14 @@ package publisher_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +80,8 @@ func TestAssembledPublisher(t *testing.T) {
 	cfg, err := config.LoadPublisher([]string{"QUAVON_ENV=test", "QUAVON_DATABASE_URL=" + u.String(), "QUAVON_DATABASE_PASSWORD_FILE=" + pwFile,
 		"QUAVON_GITHUB_API_URL=" + gh.URL + "/", "QUAVON_GITHUB_GRAPHQL_URL=" + gh.URL + "/graphql",
 		"QUAVON_BROKER_ADDR=" + b.Addr, "QUAVON_BROKER_CREDENTIAL_FILE=" + credFile,
-		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + app.Slug, "QUAVON_PUBLISHER_WRITE_SPACING=0s", "QUAVON_PUBLISHER_SHUTDOWN_GRACE=5s"})
+		"QUAVON_GITHUB_REVIEW_APP_SLUG=" + app.Slug, "QUAVON_PUBLISHER_WRITE_SPACING=0s", "QUAVON_PUBLISHER_SHUTDOWN_GRACE=5s",
+		"QUAVON_PUBLISHER_METRICS_LISTEN=127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,5 +165,33 @@ func TestAssembledPublisher(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "ghs_") {
 		t.Fatal("a token reached the logs")
+	}
+
+	// /metrics: both publish jobs completed (the attempt that lost its
+	// response counts as failed), the queue's depth read from River's
+	// table, no repository or tenant in any label.
+	addr := <-s.MetricsReady()
+	completed := regexp.MustCompile(`(?m)^quavon_jobs_total\{kind="publish_output",outcome="completed",queue="publish"\} 2$`)
+	depth := regexp.MustCompile(`(?m)^quavon_queue_jobs\{queue="publish",state="completed"\} [1-9]`)
+	var body string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		res, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if body = string(b); completed.MatchString(body) && depth.MatchString(body) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("publish outcomes not in /metrics:\n%s", body)
+		}
+	}
+	if strings.Contains(body, "acme") || strings.Contains(body, string(tid)) {
+		t.Fatal("a repository or tenant reached /metrics")
+	}
+	if res, err := http.Get("http://" + addr + "/healthz"); err != nil || res.StatusCode != http.StatusNoContent {
+		t.Fatalf("/healthz: %v %v", res, err)
 	}
 }

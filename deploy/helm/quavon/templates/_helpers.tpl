@@ -67,3 +67,19 @@ capabilities:
     medium: Memory
     sizeLimit: 16Mi
 {{- end -}}
+
+{{/* A broker caller's client settings: the broker's Service and the credential file. */}}
+{{- define "quavon.brokerClientEnv" -}}
+- name: QUAVON_BROKER_ADDR
+  value: {{ printf "%s:%v" (include "quavon.fullname" (dict "root" . "component" "token-broker")) .Values.broker.port | quote }}
+- name: QUAVON_BROKER_CREDENTIAL_FILE
+  value: /run/secrets/quavon/broker-credential
+{{- end -}}
+
+{{/* Egress to the broker's pods, for a broker caller's NetworkPolicy. */}}
+{{- define "quavon.brokerEgress" -}}
+- to:
+    - podSelector:
+        matchLabels: {{- include "quavon.selector" (dict "root" . "component" "token-broker") | nindent 10 }}
+  ports: [{port: {{ .Values.broker.port }}, protocol: TCP}]
+{{- end -}}
