@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/review"
 )
 
@@ -66,4 +67,24 @@ func FixableFindings(ctx context.Context, tx pgx.Tx, runID string) (*review.Run,
 		}
 	}
 	return run, out, nil
+}
+
+// ReviewFixesOffWhy says why review fixes are off in eff (its
+// ReviewFixDelivery is off), for the dashboard and a refused run's detail.
+func ReviewFixesOffWhy(eff policy.Effective) string {
+	if eff.Invalid != nil {
+		return "the repository's stored policy is invalid, so every feature is off"
+	}
+	for _, d := range eff.Downgrades {
+		if d.Path != "/features/fix/reviewFixes" {
+			continue
+		}
+		switch d.Reason {
+		case policy.ReasonNotSignedOff:
+			return "review fixes await their threat-analysis sign-off (REVIEW_FIX_SIGNED_OFF is false)"
+		case policy.ReasonFixOff:
+			return "fix.reviewFixes needs fix.mode approval or auto; fix is off for the repository"
+		}
+	}
+	return "fix.reviewFixes is off in the repository's policy"
 }

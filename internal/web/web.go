@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/postgres"
 )
 
@@ -67,7 +68,7 @@ type Jobs interface {
 // repository (admin, maintain, write, triage, read or none), through the
 // review app's read-only installation token.
 type Permissions interface {
-	Permission(ctx context.Context, installationID int64, repo, login string) (string, error)
+	Permission(ctx context.Context, installationID int64, repo, login string) (github.Collaborator, error)
 }
 
 // Server is the dashboard.

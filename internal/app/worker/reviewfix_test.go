@@ -318,9 +318,13 @@ func TestReviewFixRefusedBeforeTheAgent(t *testing.T) {
 			}},
 		{name: "missing head repository", reason: fixjob.ReasonFork, detail: "fork", headRepo: func(*world) int64 { return 0 }},
 		{name: "policy switched off", reason: fixjob.ReasonReviewFixesOff, detail: "off in the repository's policy",
-			after: func(t *testing.T, w *world, c *reviewFixCase) { w.updateFixPolicy(t, `{"mode":"approval","reviewFixes":"off"}`) }},
+			after: func(t *testing.T, w *world, c *reviewFixCase) {
+				w.updateFixPolicy(t, `{"mode":"approval","reviewFixes":"off"}`)
+			}},
 		{name: "fix switched off", reason: fixjob.ReasonReviewFixesOff, detail: "fix is off",
-			after: func(t *testing.T, w *world, c *reviewFixCase) { w.updateFixPolicy(t, `{"mode":"off","reviewFixes":"commit"}`) }},
+			after: func(t *testing.T, w *world, c *reviewFixCase) {
+				w.updateFixPolicy(t, `{"mode":"off","reviewFixes":"commit"}`)
+			}},
 		{name: "commit no longer allowed", delivery: fix.DeliveryCommit, reason: fixjob.ReasonDeliveryNotAllowed, detail: "fix.reviewFixes: commit",
 			after: func(t *testing.T, w *world, c *reviewFixCase) {
 				w.updateFixPolicy(t, `{"mode":"approval","reviewFixes":"stacked_pr"}`)

@@ -59,7 +59,7 @@ func ineligible(reason, detail string) *refusal {
 func (w *Worker) reviewOf(ctx context.Context, tenant postgres.TenantID, run *fix.Run, repo Repo, eff policy.Effective) (*reviewedRun, *refusal, error) {
 	switch d := eff.ReviewFixDelivery(); {
 	case d == policy.ReviewFixesOff:
-		return nil, ineligible(ReasonReviewFixesOff, ReviewFixesOffWhy(eff)), nil
+		return nil, ineligible(ReasonReviewFixesOff, fix.ReviewFixesOffWhy(eff)), nil
 	case run.Delivery == fix.DeliveryCommit && d != policy.ReviewFixesCommit:
 		return nil, ineligible(ReasonDeliveryNotAllowed, fmt.Sprintf("the commit delivery needs fix.reviewFixes: commit; the policy now says %s", d)), nil
 	}
@@ -93,26 +93,6 @@ func (w *Worker) reviewOf(ctx context.Context, tenant postgres.TenantID, run *fi
 		return nil, ineligible(ReasonNoFindings, "none of the findings is published or pending publication any more (dismissed or resolved)"), nil
 	}
 	return &rv, nil, nil
-}
-
-// ReviewFixesOffWhy says why review fixes are off in eff, for the
-// dashboard and the run's detail.
-func ReviewFixesOffWhy(eff policy.Effective) string {
-	if eff.Invalid != nil {
-		return "the repository's stored policy is invalid, so every feature is off"
-	}
-	for _, d := range eff.Downgrades {
-		if d.Path != "/features/fix/reviewFixes" {
-			continue
-		}
-		switch d.Reason {
-		case policy.ReasonNotSignedOff:
-			return "review fixes await their threat-analysis sign-off (REVIEW_FIX_SIGNED_OFF is false)"
-		case policy.ReasonFixOff:
-			return "fix.reviewFixes needs fix.mode approval or auto; fix is off for the repository"
-		}
-	}
-	return "fix.reviewFixes is off in the repository's policy"
 }
 
 // reviewTarget reads a review fix's subject live (FX13, FX16, CH5): the
