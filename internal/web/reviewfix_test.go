@@ -190,6 +190,11 @@ func TestReviewFixRequest(t *testing.T) {
 		t.Fatalf("Apply fixes: %d %q %s", st, loc, got)
 	}
 	runID := strings.TrimPrefix(loc, "/fixes/")
+	if resp, err := c.Get(x.f.URL + loc); err != nil {
+		t.Fatal(err)
+	} else if got := body(t, resp); resp.StatusCode != http.StatusOK || !strings.Contains(got, "queued") || !strings.Contains(got, "(stacked)") {
+		t.Errorf("the fix run page: %d\n%s", resp.StatusCode, got)
+	}
 	var run *fix.Run
 	var jobs int
 	var meta string

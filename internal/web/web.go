@@ -68,7 +68,10 @@ type Jobs interface {
 // repository (admin, maintain, write, triage, read or none), through the
 // review app's read-only installation token.
 type Permissions interface {
-	Permission(ctx context.Context, installationID int64, repo, login string) (github.Collaborator, error)
+	Permission(ctx context.Context, installationID int64, repo, login string) (string, error)
+	// Collaborator is Permission with the account GitHub answered for
+	// (login and id), so the identity can be matched, not only the login.
+	Collaborator(ctx context.Context, installationID int64, repo, login string) (github.Collaborator, error)
 }
 
 // Server is the dashboard.

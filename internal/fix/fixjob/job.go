@@ -1,12 +1,22 @@
 // Package fixjob is the worker's fix run: the River job (fix_run, queue
-// fix) that takes one admitted, queued issue fix run to the agent and
-// leaves it awaiting_approval, publishing or failed (internal/fix/fixrun).
+// fix) that takes one admitted, queued issue or review fix run to the
+// agent and leaves it awaiting_approval, publishing, failed or (review
+// fixes) ineligible (internal/fix/fixrun).
 //
-//	queued → (nothing)   a terminal run (its issue closed meanwhile) or a
-//	                     run that is not an issue fix: the job completes
+//	queued → (nothing)   a run that is no longer queued (its issue closed
+//	                     meanwhile): the job completes
 //	queued → ineligible  a review fix (subject pull_request) while review
 //	                     fixes await sign-off (policy.ReviewFixSignedOff
 //	                     false): reason not_signed_off
+//	queued → ineligible  a review fix the policy or GitHub refuses before
+//	                     the agent (reviewfix.go): review_fixes_off,
+//	                     delivery_not_allowed, review_run_gone,
+//	                     no_findings, fork (the head repository is not the
+//	                     repository, or unknown), pull_request_not_found,
+//	                     pull_request_closed, head_moved (the live head, or
+//	                     the fetched head branch, is not the reviewed head:
+//	                     "re-run the review first"), actor_permission (the
+//	                     requester's live permission), default_branch
 //	queued → failed      before the agent: fix turned off, the issue no
 //	                     longer open, no fix model, no sandbox for the
 //	                     policy's commands, the base not fetchable (on the
@@ -17,7 +27,14 @@
 //	  | failed           comments of users whose live permission is write
 //	                     or admin, all inside llm.Untrusted), the agent
 //	                     within the run's model budget (a
-//	                     BudgetExceededError ends it failed: budget)
+//	                     BudgetExceededError ends it failed: budget). A
+//	                     review fix's base is the pull request's head
+//	                     branch at the reviewed head, its prompt the
+//	                     findings rendered by fixagent.RenderFindings
+//	                     inside llm.Untrusted(review-findings); tools,
+//	                     limits, sandbox, ValidatePatch and paths are the
+//	                     issue fix's; its output is a fix_pr (stacked_pr)
+//	                     or fix_commit (commit)
 //	running → failed     a retried job that finds its run running: the
 //	                     earlier attempt was interrupted mid-agent; the
 //	                     agent is never run twice for one run
