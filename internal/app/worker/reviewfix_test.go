@@ -330,6 +330,13 @@ func TestReviewFixRefusedBeforeTheAgent(t *testing.T) {
 				w.updateFixPolicy(t, `{"mode":"approval","reviewFixes":"stacked_pr"}`)
 			}},
 		{name: "no live write permission", actor: "rita", reason: fix.ReasonActorNoWrite, detail: `"read"`},
+		{name: "the login names another account", reason: fix.ReasonActorNoWrite, detail: "another GitHub account",
+			after: func(t *testing.T, w *world, c *reviewFixCase) {
+				w.in(t, func(tx pgx.Tx) error {
+					_, err := tx.Exec(context.Background(), `UPDATE fix_runs SET trigger_actor_id = trigger_actor_id + 1000 WHERE id = $1`, c.runID)
+					return err
+				})
+			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

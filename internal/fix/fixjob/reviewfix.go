@@ -99,7 +99,7 @@ func (w *Worker) reviewOf(ctx context.Context, tenant postgres.TenantID, run *fi
 // pull request is open, its head repository is the repository itself (a
 // missing one counts as a fork), its head is still the reviewed head and
 // its head branch is not the default branch; the requesting identity
-// still has write or admin permission. The findings are rendered from
+// (the same login and account id) still has write or admin permission. The findings are rendered from
 // their typed fields by fixagent.
 func (w *Worker) reviewTarget(ctx context.Context, rd github.Reader, run *fix.Run, repo Repo, rv *reviewedRun) (*target, *refusal, error) {
 	pr, err := rd.PullRequest(ctx, run.Number)
@@ -115,15 +115,18 @@ func (w *Worker) reviewTarget(ctx context.Context, rd github.Reader, run *fix.Ru
 	case pr.HeadSHA != rv.run.HeadSHA:
 		return nil, ineligible(fix.ReasonHeadMoved, headMoved(rv.run.HeadSHA, pr.HeadSHA)), nil
 	}
-	perm, err := rd.CollaboratorPermission(ctx, run.Actor.Login)
+	c, err := rd.Collaborator(ctx, run.Actor.Login)
 	switch {
 	case errors.Is(err, github.ErrNotCollaborator):
-		perm = github.PermissionNone
+		c.Permission = github.PermissionNone
 	case err != nil:
 		return nil, nil, err
+	case c.ID != run.Actor.ID:
+		// The login now names another account: the requester is gone.
+		return nil, ineligible(fix.ReasonActorNoWrite, fmt.Sprintf("the login %s now names another GitHub account than the one that asked", run.Actor.Login)), nil
 	}
-	if !github.CanTrigger(perm) {
-		return nil, ineligible(fix.ReasonActorNoWrite, fmt.Sprintf("%s has %q permission; admin or write is needed", run.Actor.Login, clipDetail(perm, 20))), nil
+	if !github.CanTrigger(c.Permission) {
+		return nil, ineligible(fix.ReasonActorNoWrite, fmt.Sprintf("%s has %q permission; admin or write is needed", run.Actor.Login, clipDetail(c.Permission, 20))), nil
 	}
 	ghRepo, err := rd.Repository(ctx)
 	if err != nil {
