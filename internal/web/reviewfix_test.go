@@ -38,6 +38,11 @@ func TestReviewFixRequestRefusedWhileNotSignedOff(t *testing.T) {
 		t.Fatal("no form token on the page")
 	}
 	rr := f.NewReviewRun(t, 7, strings.Repeat("ab", 20), nil)
+	if resp, err := c.Get(f.URL + "/reviews/" + rr); err != nil {
+		t.Fatal(err)
+	} else if page := body(t, resp); !strings.Contains(page, "await their threat-analysis sign-off") || strings.Contains(page, "Apply fixes</button>") {
+		t.Errorf("the review page does not say review fixes await sign-off, or offers them:\n%s", page)
+	}
 	nc := *c
 	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := nc.PostForm(f.URL+"/reviews/"+rr+"/fix", url.Values{"form_token": {token}, "delivery": {"stacked_pr"}})
