@@ -145,8 +145,11 @@ func runReview(ctx context.Context, o *reviewOptions) error {
 	sp := policy.Default().Features.SAST
 	sp.MaxFindings = o.MaxFindings
 	in := engine.Input{Repo: r, MergeBase: plan.MergeBase, Head: head, Review: rp, SAST: sp, SASTOff: o.NoScanners,
-		Model: model, Sandbox: sandbox, TenantID: "local",
+		Model: model, TenantID: "local",
 		Progress: func(s string) { fmt.Fprintf(stderr, "quavon review: %s (%.1fs)\n", s, time.Since(start).Seconds()) }}
+	if sandbox != nil {
+		in.Sandbox = sandbox
+	}
 	if sandbox == nil && !o.NoScanners && len(plan.Files) == 0 {
 		in.SASTOff = true
 	}

@@ -118,9 +118,13 @@ func runReviewWithCanary(ctx context.Context, cfg Config, t *Task, r *Result, ca
 		return err
 	}
 	body := strings.ReplaceAll(t.IssueBody, CanaryPlaceholder, canary)
-	out, err := engine.Run(ctx, engine.Input{Repo: repo, MergeBase: commits[0], Head: commits[1], Title: t.IssueTitle, Body: body,
+	in := engine.Input{Repo: repo, MergeBase: commits[0], Head: commits[1], Title: t.IssueTitle, Body: body,
 		Review: policy.Default().Features.Review, SAST: policy.Default().Features.SAST, SASTOff: cfg.ScanSandbox == nil,
-		Sandbox: cfg.ScanSandbox, TenantID: "eval", Model: budget.Model(rec), Log: cfg.Log})
+		TenantID: "eval", Model: budget.Model(rec), Log: cfg.Log}
+	if cfg.ScanSandbox != nil {
+		in.Sandbox = cfg.ScanSandbox
+	}
+	out, err := engine.Run(ctx, in)
 	spent := budget.Spent()
 	r.Tokens, r.CostMicros = spent.Tokens, int64(spent.Cost)
 	if err != nil {
@@ -139,7 +143,7 @@ func runReviewWithCanary(ctx context.Context, cfg Config, t *Task, r *Result, ca
 	scoreReview(t, out, r)
 	for _, c := range rec.calls {
 		if approvalTool(c) {
-			r.Violations = append(r.Violations, "approval_attempt:"+clipN(c, 100))
+			r.Blocked = append(r.Blocked, "approval_attempt:"+clipN(c, 100))
 		}
 	}
 	// What is stored and published: the findings' text as the review

@@ -19,14 +19,5 @@ func List(ctx context.Context, tx pgx.Tx, repositoryID string, limit, offset int
 	if err != nil {
 		return nil, fmt.Errorf("fix.List: %w", err)
 	}
-	defer rows.Close()
-	var out []*Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Run, error) { return scanRun(row) })
 }

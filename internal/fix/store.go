@@ -492,16 +492,7 @@ func Active(ctx context.Context, tx pgx.Tx, repositoryID string, number int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("fix.Active: %w", err)
 	}
-	defer rows.Close()
-	var out []*Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Run, error) { return scanRun(row) })
 }
 
 // EndFilter selects the unfinished runs of one issue or pull request that

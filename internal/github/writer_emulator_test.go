@@ -388,3 +388,49 @@ func TestReviewerCreateReviewIsComment(t *testing.T) {
 		t.Fatalf("comments %+v", r.Comments)
 	}
 }
+
+// TestWriterCommitOnBranchRefusals: how CommitOnBranch reports GitHub's
+// answers: a stale head is ErrHeadMoved (and ErrConflict), protection and
+// rules are ErrConflict without ErrHeadMoved (nothing written, permanent),
+// a 502 is neither (it may have written: the caller reconciles).
+func TestWriterCommitOnBranchRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name               string
+		setup              func(e *fixerEnv, head string) string // returns the expected head to send
+		headMoved, refused bool
+	}{
+		{name: "stale head", headMoved: true, refused: true, setup: func(e *fixerEnv, head string) string {
+			e.repo.Commit("feature", map[string]string{"x.txt": "x\n"}, "author push")
+			return head
+		}},
+		{name: "protected", refused: true, setup: func(e *fixerEnv, head string) string { e.repo.Protect("feature"); return head }},
+		{name: "pull_request rule", refused: true, setup: func(e *fixerEnv, head string) string {
+			e.srv.SetRules("acme", "app", "feature", []githubfake.Rule{{Type: "pull_request"}})
+			return head
+		}},
+		{name: "502", setup: func(e *fixerEnv, head string) string {
+			e.srv.InjectFault(githubfake.Fault{Method: "POST", Path: "/graphql", Kind: githubfake.Fault5xx})
+			return head
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newFixerEnv(t)
+			head := e.repo.Commit("feature", map[string]string{"src/main.go": "package main // wip\n"}, "wip")
+			expected := tc.setup(e, head)
+			before := e.repo.Ref("feature")
+			_, err := e.fixer.CommitOnBranch(ctx, writer.CommitOnBranch{Branch: "feature", ExpectedHeadOID: expected, Headline: "h",
+				Additions: []writer.FileAddition{{Path: "src/main.go", Contents: []byte("package main\n")}}})
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if errors.Is(err, writer.ErrHeadMoved) != tc.headMoved || errors.Is(err, github.ErrConflict) != tc.refused {
+				t.Fatalf("err %v: head moved %v, refused %v", err, errors.Is(err, writer.ErrHeadMoved), errors.Is(err, github.ErrConflict))
+			}
+			if e.repo.Ref("feature") != before {
+				t.Fatal("the branch moved")
+			}
+		})
+	}
+}

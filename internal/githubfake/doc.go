@@ -71,7 +71,7 @@
 // PATCH refuses non-fast-forwards without force (422 "Update is not a fast
 // forward"). Branch writes also honour protection (Protect refuses every
 // update and deletion of that branch, like "require a pull request") and
-// rules: creation, update, deletion, non_fast_forward, required_signatures,
+// rules: creation, update, pull_request, deletion, non_fast_forward, required_signatures,
 // required_linear_history (422 "Repository rule violations found"). A ref
 // created or updated with an app token lacking workflows: write is refused
 // (422 "refusing to allow a GitHub App to create or update workflow ...")
@@ -82,7 +82,13 @@
 //
 // createCommitOnBranch is a compare-and-swap on expectedHeadOid; a moved
 // head is GraphQL error type STALE_DATA, "Expected branch to point to
-// \"<oid>\" but it did not.  Pull and try again." and nothing changes.
+// \"<oid>\" but it did not.  Pull and try again." and nothing changes. A
+// branch under classic protection refuses it with type
+// BRANCH_PROTECTION_RULE_VIOLATION, "Changes must be made through a pull
+// request." (as recorded from GitHub); rulesets (update, pull_request,
+// required_signatures, which GitHub's own signature satisfies, ...) and an
+// app without workflows: write touching .github/workflows/ refuse it as
+// they refuse a ref write.
 // closingIssuesReferences returns the links set with LinkIssue that the
 // token can see, including other repositories' issues.
 //

@@ -880,6 +880,9 @@ func (r *Repo) checkRefWrite(name, op string, force bool, target plumbing.Hash) 
 		if force && has("non_fast_forward") {
 			violations = append(violations, "Cannot force-push to this branch")
 		}
+		if has("pull_request") {
+			violations = append(violations, "Changes must be made through a pull request.")
+		}
 	case "delete":
 		if has("deletion") {
 			violations = append(violations, "Cannot delete this branch")

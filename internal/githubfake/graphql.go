@@ -616,6 +616,11 @@ func (q *gqlRoot) CreateCommitOnBranch(ctx context.Context, args struct{ Input c
 	if string(in.ExpectedHeadOid) != head.String() {
 		return nil, gqlErr("STALE_DATA", "Expected branch to point to \"%s\" but it did not.  Pull and try again.", string(in.ExpectedHeadOid))
 	}
+	if r.protected[*in.Branch.BranchName] {
+		// Classic protection refuses every direct commit (recorded from
+		// GitHub: type BRANCH_PROTECTION_RULE_VIOLATION).
+		return nil, gqlErr("BRANCH_PROTECTION_RULE_VIOLATION", "Changes must be made through a pull request.")
+	}
 	if strings.TrimSpace(in.Message.Headline) == "" {
 		return nil, gqlErr("UNPROCESSABLE", "A commit message headline is required.")
 	}
@@ -673,6 +678,9 @@ func (q *gqlRoot) CreateCommitOnBranch(ctx context.Context, args struct{ Input c
 	r.verified[h] = true
 	if v := r.checkRefWrite(refName, "update", false, h); v != "" {
 		return nil, gqlErr("UNPROCESSABLE", "%s", strings.TrimSpace(v))
+	}
+	if v := r.checkWorkflows(c, head, h); v != "" {
+		return nil, gqlErr("UNPROCESSABLE", "%s", v)
 	}
 	if err := r.st.CheckAndSetReference(plumbing.NewHashReference(plumbing.ReferenceName(refName), h), plumbing.NewHashReference(plumbing.ReferenceName(refName), head)); err != nil {
 		return nil, gqlErr("STALE_DATA", "Expected branch to point to \"%s\" but it did not.  Pull and try again.", string(in.ExpectedHeadOid))

@@ -320,16 +320,7 @@ func OutputsOfRun(ctx context.Context, tx pgx.Tx, runID string) ([]*Output, erro
 	if err != nil {
 		return nil, fmt.Errorf("publish.OutputsOfRun: %w", err)
 	}
-	defer rows.Close()
-	var out []*Output
-	for rows.Next() {
-		o, err := scanOutput(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Output, error) { return scanOutput(row) })
 }
 
 func outputMoveErr(ctx context.Context, tx pgx.Tx, id string, to OutputStatus) error {
@@ -425,16 +416,7 @@ func ExpireDue(ctx context.Context, tx pgx.Tx, now time.Time) ([]*Output, error)
 	if err != nil {
 		return nil, fmt.Errorf("publish.ExpireDue: %w", err)
 	}
-	defer rows.Close()
-	var out []*Output
-	for rows.Next() {
-		o, err := scanOutput(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, o)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Output, error) { return scanOutput(row) })
 }
 
 // EndOutputsOfRun takes the not yet published outputs of a run out of the

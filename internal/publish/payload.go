@@ -86,10 +86,49 @@ var baseRefRE = regexp.MustCompile(`^[A-Za-z0-9._/-]{1,255}$`)
 // bound base, a missing issue or patch, or a branch name GitHub would not
 // take.
 func DecodeFixPRTarget(o *Output) (FixPRTarget, FixPRPayload, error) {
-	var p FixPRPayload
 	if o == nil || o.Kind != KindFixPR {
-		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w: not a fix_pr output", ErrInvalid)
+		return FixPRTarget{}, FixPRPayload{}, fmt.Errorf("publish.DecodeFixPRTarget: %w: not a fix_pr output", ErrInvalid)
 	}
+	return decodeFixTarget(o)
+}
+
+// FixCommitTarget is what a fix_commit output (a review fix delivered as
+// one commit on the pull request's head branch, spec §7b) publishes to.
+// Its payload has FixPRPayload's fields: Issue is the pull request,
+// BaseRef its head branch and BaseSHA the reviewed head, which the output
+// binds twice (Bound.BaseSHA and Bound.HeadSHA, expectedHeadSha).
+type FixCommitTarget struct {
+	RepositoryID string
+	FixRunID     string
+	PullRequest  int
+	HeadRef      string
+	// ExpectedHeadSHA is the reviewed head: the commit the patch was made
+	// on and the expectedHeadOid of createCommitOnBranch.
+	ExpectedHeadSHA string
+	PatchSHA256     string
+	Files           int
+}
+
+// DecodeFixCommitTarget reads a fix_commit output's payload strictly, as
+// DecodeFixPRTarget does, and also refuses one whose bound head is not its
+// base.
+func DecodeFixCommitTarget(o *Output) (FixCommitTarget, FixPRPayload, error) {
+	if o == nil || o.Kind != KindFixCommit {
+		return FixCommitTarget{}, FixPRPayload{}, fmt.Errorf("publish.DecodeFixCommitTarget: %w: not a fix_commit output", ErrInvalid)
+	}
+	t, p, err := decodeFixTarget(o)
+	if err != nil {
+		return FixCommitTarget{}, p, err
+	}
+	if o.Bound.HeadSHA != t.BaseSHA {
+		return FixCommitTarget{}, p, fmt.Errorf("publish.DecodeFixCommitTarget: %w: the bound head is not the payload's head", ErrInvalid)
+	}
+	return FixCommitTarget{RepositoryID: t.RepositoryID, FixRunID: t.FixRunID, PullRequest: t.Issue, HeadRef: t.BaseRef,
+		ExpectedHeadSHA: t.BaseSHA, PatchSHA256: t.PatchSHA256, Files: t.Files}, p, nil
+}
+
+func decodeFixTarget(o *Output) (FixPRTarget, FixPRPayload, error) {
+	var p FixPRPayload
 	if err := strictJSON(o.Payload, &p); err != nil {
 		return FixPRTarget{}, p, fmt.Errorf("publish.DecodeFixPRTarget: %w", err)
 	}

@@ -63,3 +63,28 @@ func FuzzDecodeFixPRTarget(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeFixCommitTarget(t *testing.T) {
+	good := `{"issue":7,"baseRef":"feature","baseSha":"` + testBase + `","files":2,"summary":"s"}`
+	o := fixOutput(good)
+	o.Kind, o.Bound.HeadSHA = publish.KindFixCommit, testBase
+	tg, _, err := publish.DecodeFixCommitTarget(o)
+	if err != nil || tg.PullRequest != 7 || tg.HeadRef != "feature" || tg.ExpectedHeadSHA != testBase || tg.PatchSHA256 != testPatch {
+		t.Fatalf("%+v %v", tg, err)
+	}
+	for name, edit := range map[string]func(o *publish.Output){
+		"no bound head":    func(o *publish.Output) { o.Bound.HeadSHA = "" },
+		"other bound head": func(o *publish.Output) { o.Bound.HeadSHA = strings.Repeat("c", 40) },
+		"a fix_pr output":  func(o *publish.Output) { o.Kind = publish.KindFixPR },
+		"unknown field": func(o *publish.Output) {
+			o.Payload = []byte(`{"issue":7,"baseRef":"feature","baseSha":"` + testBase + `","force":true}`)
+		},
+	} {
+		o := fixOutput(good)
+		o.Kind, o.Bound.HeadSHA = publish.KindFixCommit, testBase
+		edit(o)
+		if _, _, err := publish.DecodeFixCommitTarget(o); !errors.Is(err, publish.ErrInvalid) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -248,16 +248,7 @@ func ForPR(ctx context.Context, tx pgx.Tx, repositoryID string, pr int) ([]*Run,
 	if err != nil {
 		return nil, fmt.Errorf("review.ForPR: %w", err)
 	}
-	defer rows.Close()
-	var out []*Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*Run, error) { return scanRun(row) })
 }
 
 // Why is a reason code and an optional human detail (redacted, capped).

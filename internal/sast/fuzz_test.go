@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/quavon/quavon/internal/sast/sariftest"
 )
 
 // fuzzParse fuzzes one tool's parser, seeded with its real reports: it
@@ -126,7 +128,7 @@ func FuzzSARIF(f *testing.F) {
 		if !json.Valid(out) {
 			t.Fatalf("invalid JSON: %s", out)
 		}
-		validateSARIF(t, out)
+		sariftest.Validate(t, out)
 	})
 }
 

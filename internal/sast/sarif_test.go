@@ -12,11 +12,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/quavon/quavon/internal/sast/sariftest"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -67,53 +65,6 @@ func TestLineHashes(t *testing.T) {
 				t.Errorf("%q line %d: %s, want %s", tt.in, i+1, got[i+1], w)
 			}
 		}
-	}
-}
-
-// sarifSchema compiles the SARIF 2.1.0 schema that ships in gosec's
-// module (located with `go mod download -json`; not copied here).
-var sarifSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = "/usr/local/go/bin/go"
-	}
-	out, err := exec.Command(goBin, "mod", "download", "-json", "github.com/securego/gosec/v2@v2.30.0").Output()
-	if err != nil {
-		return nil, fmt.Errorf("go mod download gosec: %w", err)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download gosec: %s %v", mod.Error, err)
-	}
-	f, err := os.Open(filepath.Join(mod.Dir, "report", "sarif", "testdata", "sarif-schema-2.1.0.json"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		return nil, err
-	}
-	const url = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-})
-
-func validateSARIF(t testing.TB, data []byte) {
-	t.Helper()
-	sch, err := sarifSchema()
-	if err != nil {
-		t.Fatalf("SARIF schema: %v", err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("SARIF is not JSON: %v", err)
-	}
-	if err := sch.Validate(inst); err != nil {
-		t.Fatalf("SARIF fails the 2.1.0 schema: %v", err)
 	}
 }
 
@@ -188,7 +139,7 @@ type sarifDoc struct {
 func TestSARIFFixtures(t *testing.T) {
 	t.Parallel()
 	rep, out := fixtureSARIF(t)
-	validateSARIF(t, out)
+	sariftest.Validate(t, out)
 	golden := filepath.Join("testdata", "sarif", "fixtures.sarif")
 	var pretty bytes.Buffer
 	if err := json.Indent(&pretty, out, "", "  "); err != nil {
@@ -268,7 +219,7 @@ func TestSARIFLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	validateSARIF(t, out)
+	sariftest.Validate(t, out)
 	var doc sarifDoc
 	if err := json.Unmarshal(out, &doc); err != nil {
 		t.Fatal(err)

@@ -72,8 +72,15 @@ func (o *Outcome) Normalise(opt sast.Options) sast.Report { return sast.Normalis
 // scanned by a tool that covers it, or a tool that did not finish.
 func (o *Outcome) Incomplete() bool { return o.Report.Incomplete() }
 
-// Run scans plan in the sandbox through client.
-func Run(ctx context.Context, client *valkeyq.Client, plan *Plan, opt Options) (*Outcome, error) {
+// Sandbox sends the scan job: *valkeyq.Client, or the worker's
+// *sandboxrun.Recorder, which also records the job as a sandbox run.
+type Sandbox interface {
+	Run(ctx context.Context, spec valkeyq.JobSpec, baseDir, overlayDir string) (*sandbox.SandboxResult, error)
+}
+
+// Run scans plan in the sandbox through client (nil only when the plan has
+// no files: nothing is sent).
+func Run(ctx context.Context, client Sandbox, plan *Plan, opt Options) (*Outcome, error) {
 	if opt.TenantID == "" {
 		opt.TenantID = "local"
 	}

@@ -415,6 +415,9 @@ func TestCommitDeliveryBanner(t *testing.T) {
 	if !strings.Contains(page, "This commit lands on the pull request") || !strings.Contains(page, "one commit on the pull request's branch") {
 		t.Fatal("the commit delivery is not named in the banner")
 	}
+	if i := strings.Index(page, `id="executed"`); i < 0 || !strings.Contains(page[i:], "<code>"+webtest.ExecutedFile+"</code>") {
+		t.Fatal("the executed file is not highlighted in the commit delivery's preview")
+	}
 	form := decisionForm(t, page)
 	if form.Get("head_sha") != head || form.Get("output_id") != outputID {
 		t.Fatalf("the form does not bind the head: %v", form)

@@ -47,6 +47,9 @@ type fixView struct {
 	Budget     string
 	DiffLines  int
 	DiffCapped bool
+	// Stacked offers a refused commit's patch as a stacked pull request
+	// (stacked.go).
+	Stacked bool
 }
 
 // loadFix reads everything the fix run page shows and decides whether it
@@ -135,6 +138,13 @@ func (s *Server) loadFix(ctx context.Context, tx pgx.Tx, sess *Session, id strin
 		v.Problems = append(v.Problems, "Approving needs the repo:review role on this repository.")
 	}
 	v.CanDecide = len(v.Problems) == 0
+	if v.Stacked = v.CanReview && stackedOffered(run); v.Stacked {
+		done, err := alreadyStacked(ctx, tx, run)
+		if err != nil {
+			return nil, err
+		}
+		v.Stacked = !done
+	}
 	return v, nil
 }
 

@@ -46,16 +46,7 @@ func userRepos(ctx context.Context, tx pgx.Tx, userID string) ([]*repoRow, error
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var out []*repoRow
-	for rows.Next() {
-		r, err := scanRepo(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (*repoRow, error) { return scanRepo(row) })
 }
 
 // repoByName finds owner/name among the user's repositories: a repository

@@ -191,6 +191,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("POST /reviews/{id}/fix", s.signedIn(s.reviewFixRequest))
 	mux.Handle("GET /fixes/{id}", s.signedIn(s.fixPage))
 	mux.Handle("POST /fixes/{id}/decision", s.signedIn(s.fixDecision))
+	mux.Handle("POST /fixes/{id}/stacked", s.signedIn(s.fixStacked))
 	mux.Handle("GET /audit", s.signedIn(s.auditPage))
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

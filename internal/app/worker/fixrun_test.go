@@ -28,6 +28,7 @@ import (
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/publish"
+	"github.com/quavon/quavon/internal/sandboxrun"
 	"github.com/quavon/quavon/internal/secret/leaks"
 	"github.com/quavon/quavon/internal/testenv/testbroker"
 	"github.com/quavon/quavon/internal/tokenbroker"
@@ -80,7 +81,7 @@ func (m *fixModels) calls() int {
 
 // fixDeps are a fix run's collaborators on the emulator: the worker's
 // broker credential, a git cache, models and the sandbox (nil: none).
-func (w *world) fixDeps(t *testing.T, models fixjob.Models, sandbox fixagent.Runner) (*fixjob.Deps, *github.Conn) {
+func (w *world) fixDeps(t *testing.T, models fixjob.Models, sandbox sandboxrun.Sender) (*fixjob.Deps, *github.Conn) {
 	t.Helper()
 	b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.review, github.AppFixer: w.fixer},
 		testbroker.Options{})
@@ -231,6 +232,10 @@ func TestFixRunThroughTheWorker(t *testing.T) {
 	}
 	if want := "[run_tests:ok edit_file:ok run_tests:ok finish:ok]"; fmt.Sprint(tools) != want {
 		t.Errorf("steps %v, want %s", tools, want)
+	}
+	w.wantSandboxRuns(t, "fix_run_id", run.ID, "fix_test/python/completed", "fix_test/python/completed")
+	if run.SandboxRuns != 2 {
+		t.Errorf("the run counts %d sandbox runs, want 2", run.SandboxRuns)
 	}
 	if len(outs) != 1 || outs[0].Kind != publish.KindFixPR || outs[0].Status != publish.OutputAwaitingApproval ||
 		outs[0].Bound.PatchSHA256 != patch.PatchSHA256(changes) || outs[0].Bound.PatchSHA256 != run.PatchSHA256 ||

@@ -386,6 +386,39 @@ func TestReviewRunWithScanners(t *testing.T) {
 	if p.SAST == nil || p.SAST.Failed != "" || len(p.SAST.Tools) == 0 {
 		t.Errorf("payload sast %+v", p.SAST)
 	}
+	w.wantSandboxRuns(t, "review_run_id", run.ID, "sast/scanners/completed")
+}
+
+// wantSandboxRuns checks the sandbox_runs rows of a run (col is
+// review_run_id or fix_run_id): purpose/class/status in order, each with
+// the image digest the runner resolved, the job id, the bytes sent and a
+// duration.
+func (w *world) wantSandboxRuns(t *testing.T, col, runID string, want ...string) {
+	t.Helper()
+	var got []string
+	w.in(t, func(tx pgx.Tx) error {
+		rows, err := tx.Query(context.Background(), `SELECT purpose || '/' || image_class || '/' || status,
+				image_digest IS NOT NULL AND job_id IS NOT NULL AND bytes_in > 0 AND duration_ms IS NOT NULL
+			FROM sandbox_runs WHERE `+col+` = $1 ORDER BY started_at, id`, runID)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var what string
+			var complete bool
+			if err := rows.Scan(&what, &complete); err != nil {
+				return err
+			}
+			if !complete {
+				what += " (incomplete row)"
+			}
+			got = append(got, what)
+		}
+		return rows.Err()
+	})
+	if !slices.Equal(got, want) {
+		t.Errorf("sandbox runs of %s: %q, want %q", runID, got, want)
+	}
 }
 
 // TestReviewCommand: "@<review-app> review" by a write user forces a full

@@ -20,6 +20,15 @@ type Runner interface {
 
 var _ Runner = (*valkeyq.Client)(nil)
 
+// RecordingRunner is a Runner that records each job as a sandbox run and
+// returns the run's id (the worker's *sandboxrun.Recorder); JobSandbox
+// then links the result to it. quavon fix and the eval harness use a
+// plain Runner: they have no database.
+type RecordingRunner interface {
+	Runner
+	RunRecorded(ctx context.Context, spec valkeyq.JobSpec, base, overlay snapshot.Source) (string, *sandbox.SandboxResult, error)
+}
+
 // JobSandbox runs run_tests and run_linter as sandbox jobs: the base
 // snapshot (the base commit's tree), the setup command on it unmodified
 // (the only step that may have egress), then the overlay of the agent's
@@ -80,11 +89,20 @@ func (s *JobSandbox) Run(ctx context.Context, kind fix.TestKind, changes []patch
 	if len(changes) > 0 {
 		overlay = Overlay(changes)
 	}
-	res, err := s.Runner.RunSources(ctx, spec, s.Base, overlay)
+	var (
+		runID string
+		res   *sandbox.SandboxResult
+		err   error
+	)
+	if rr, ok := s.Runner.(RecordingRunner); ok {
+		runID, res, err = rr.RunRecorded(ctx, spec, s.Base, overlay)
+	} else {
+		res, err = s.Runner.RunSources(ctx, spec, s.Base, overlay)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("fixagent.JobSandbox %s: %w", kind, err)
 	}
-	out := &SandboxResult{ExitCode: res.ExitCode, Duration: time.Duration(res.DurationMillis) * time.Millisecond,
+	out := &SandboxResult{SandboxRunID: runID, ExitCode: res.ExitCode, Duration: time.Duration(res.DurationMillis) * time.Millisecond,
 		Stdout: res.Artefacts["stdout.log"], Stderr: res.Artefacts["stderr.log"], Truncated: res.OutputTruncated}
 	switch res.Status {
 	case sandbox.StatusCompleted:

@@ -54,6 +54,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quavon/quavon/internal/sandboxrun"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
@@ -103,13 +105,18 @@ type Models interface {
 	FixModel(ctx context.Context, tenant string) (llm.Model, *llm.Budget, error)
 }
 
+// The worker records every run_tests and run_linter job as a sandbox run
+// and links the step to it.
+var _ fixagent.RecordingRunner = (*sandboxrun.Recorder)(nil)
+
 // Deps are the fix run's collaborators.
 type Deps struct {
 	GitHub Source
 	Models Models
-	// Sandbox runs run_tests and run_linter (the worker's sandbox client);
-	// nil: a policy with a test or lint command fails the run.
-	Sandbox fixagent.Runner
+	// Sandbox runs run_tests and run_linter (the worker's sandbox client,
+	// each job recorded as a sandbox run); nil: a policy with a test or
+	// lint command fails the run.
+	Sandbox sandboxrun.Sender
 	Scanner patch.SecretScanner
 	// ApprovalTTL: zero is fixrun.DefaultApprovalTTL.
 	ApprovalTTL time.Duration
@@ -311,7 +318,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		if fp.Egress == policy.EgressRegistries {
 			egress = sandbox.Egress{Mode: sandbox.EgressRegistries, Hosts: fp.Registries}
 		}
-		cfg.Sandbox = &fixagent.JobSandbox{Runner: w.Deps.Sandbox, TenantID: a.TenantID, Base: files, ImageClass: class,
+		runner := &sandboxrun.Recorder{Client: w.Deps.Sandbox, DB: w.DB, Tenant: tenant, RepositoryID: run.RepositoryID,
+			FixRunID: run.ID}
+		cfg.Sandbox = &fixagent.JobSandbox{Runner: runner, TenantID: a.TenantID, Base: files, ImageClass: class,
 			SetupCommand: fp.SetupCommand, SetupEgress: egress, TestCommand: fp.TestCommand, LintCommand: fp.LintCommand,
 			Limits: fixagent.JobLimits(fp.Limits), Env: map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true"}}
 	}

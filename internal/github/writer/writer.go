@@ -412,16 +412,45 @@ func (w *Fixer) CommitOnBranch(ctx context.Context, in CommitOnBranch) (string, 
 		} `graphql:"createCommitOnBranch(input: $input)"`
 	}
 	if err := w.c.GraphQL.Mutate(ctx, &m, input, nil); err != nil {
-		if strings.Contains(strings.ToLower(err.Error()), "expected branch to point to") {
-			return "", fmt.Errorf("%s: %w: %w", op, github.ErrConflict, err)
-		}
-		return "", fmt.Errorf("%s: %w", op, err)
+		return "", fmt.Errorf("%s: %w", op, commitOnBranchError(err))
 	}
 	oid := string(m.CreateCommitOnBranch.Commit.Oid)
 	if !sha1Hex.MatchString(oid) {
 		return "", fmt.Errorf("%s: no commit oid in the response", op)
 	}
 	return oid, nil
+}
+
+// ErrHeadMoved: createCommitOnBranch refused the commit because the branch
+// no longer points at expectedHeadOid (GraphQL error type STALE_DATA). It
+// is also github.ErrConflict: nothing was written, and writing again with
+// the same expected head can never succeed.
+var ErrHeadMoved = errors.New("writer: the branch no longer points at the expected head")
+
+// commitOnBranchError classifies a createCommitOnBranch failure. githubv4
+// hands over only the messages of GraphQL errors, so the refusals GitHub
+// documents are recognised by their text: a stale head (STALE_DATA),
+// classic protection (BRANCH_PROTECTION_RULE_VIOLATION), repository rules,
+// a workflow file without the workflows permission, a token without
+// access. Each of these wrote nothing and is permanent. Anything else (a
+// transport error, a 5xx, an unknown message) may have written: the
+// caller reconciles before it writes again.
+func commitOnBranchError(err error) error {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "expected branch to point to"):
+		return fmt.Errorf("%w: %w: %w", ErrHeadMoved, github.ErrConflict, err)
+	case strings.Contains(msg, "changes must be made through a pull request"),
+		strings.Contains(msg, "protected branch"),
+		strings.Contains(msg, "repository rule violations found"),
+		strings.Contains(msg, "refusing to allow a github app"):
+		return fmt.Errorf("%w: %w", github.ErrConflict, err)
+	case strings.Contains(msg, "resource not accessible by integration"):
+		return fmt.Errorf("%w: %w", github.ErrForbidden, err)
+	case strings.Contains(msg, "could not resolve to a ref"):
+		return fmt.Errorf("%w: %w", github.ErrNotFound, err)
+	}
+	return err
 }
 
 // BranchHead returns the SHA refs/heads/<branch> points at, or

@@ -1,10 +1,11 @@
 // Package publisher is quavon-publisher's work: it publishes one pending
 // output (pending_outputs) to GitHub through internal/github/writer, the
-// only package that writes there, with the review app's write tokens from
-// the broker. It publishes the review outputs of review runs (a review, a
-// check run, a SARIF upload); fix outputs (fix_pr, fix_commit) are left
-// untouched until their publication is built (Publish refuses them with
-// OutcomeNotHandled).
+// only package that writes there, with the review app's and the Fixer
+// app's write tokens from the broker. It publishes the review outputs of
+// review runs (a review, a check run, a SARIF upload) and, with
+// Config.Fix, the fix outputs of fix runs (fix_pr: issue fixes and stacked
+// review fixes; fix_commit: review fixes delivered as one commit); without
+// Config.Fix those are left untouched (OutcomeNotHandled).
 //
 // # One output, one write, exactly once
 //
@@ -112,7 +113,70 @@
 // Lost responses and crashes after the ref or the pull request therefore
 // end in exactly one branch and one pull request.
 //
-// Nothing inserts a fix_pr output's publish job when it becomes ready or
+// # Review fixes (spec §7 item 4, §7b, FX13–FX17)
+//
+// While policy.ReviewFixesSignedOff() is false (as shipped), every review
+// fix (a fix_commit output, or a fix_pr of a pull_request run) ends failed
+// with not_signed_off and nothing is written. With the gate lifted (only
+// tests can: policy.LiftReviewFixGate):
+//
+// Delivery stacked_pr (a fix_pr output of a pull_request run, delivery
+// stacked_pr): the issue-fix path above with the reviewed head as the base
+// commit and the pull request's head branch as the base of the draft pull
+// request. The bot branch is quavon/fix-<pr>-<8 hex>; the body is
+// render.ReviewFixPullRequest (the plain line "Fixes review findings of
+// #<pr>", no closing keyword at all).
+//
+// Delivery commit (a fix_commit output, only with fix.reviewFixes
+// commit): one commit on the pull request's head branch through GraphQL
+// createCommitOnBranch with expectedHeadOid = the reviewed head, so GitHub
+// applies it only as a fast-forward of exactly that head. Never force,
+// never a second commit: once it landed, the head is no longer the
+// expected one. The message is render.FixCommitMessage (fixed headline, at
+// most ten finding titles reduced to plain words, the reference line with
+// the marker, no trailers), secret-scanned. The intent is
+// fix_commit:{repositoryId}:{fixRunId}.
+//
+// Both re-read live before writing: the repository (not archived; the
+// head branch is not its default branch), the pull request (open, its
+// head repository is the repository itself, a missing one counting as a
+// fork, its head branch still the run's), the trigger actor's permission,
+// the patch against a fresh listing of the reviewed head commit, and the
+// rules of the branch written (as FX7); a commit also needs the head
+// branch unprotected. Reasons, besides those above:
+//
+//	review_fixes_off     fix.reviewFixes is off (stacked_pr) or not commit (commit)
+//	default_branch       the head branch is the live default branch
+//	pull_request_closed  the pull request is closed or merged
+//	pull_request_gone    the pull request is not in the repository any more
+//	fork                 the head repository is not the repository (or is gone)
+//	head_branch_changed  the pull request's head branch is not the run's (or no longer exists)
+//	branch_protected     the head branch is protected (commit)
+//	head_moved           createCommitOnBranch refused the compare-and-swap (the author pushed);
+//	                     the dashboard offers a stacked pull request instead
+//	secret_in_message    the rendered commit message matched the secret scan
+//
+// A refused compare-and-swap is final: the run fails with head_moved and
+// the job is not retried.
+//
+// Reconcile of a commit: on every attempt after the first, the head
+// branch's head is read. Still the reviewed head: nothing was written, the
+// attempt writes (createCommitOnBranch's compare-and-swap makes a second
+// commit impossible). A head whose single parent is the reviewed head and
+// whose message has the intent's reference line: this intent's commit,
+// recorded without writing. Any other head: refused (head_moved).
+//
+// The marker-copy case (spec §8 residual risk): the reference line is
+// plain text in a commit message. A user with write access who copies it
+// into a commit of their own, made directly on the reviewed head after an
+// attempt whose outcome is unknown, makes the reconcile record that commit
+// as the fix's: the run reads published, though the patch was never
+// pushed (TestPublishReviewFixCommitMarkerCopy). The patch is never pushed
+// twice and nothing is written on top of the copied commit; the damage is
+// a wrong "published" status, and that user could push anything to the
+// branch anyway.
+//
+// Nothing inserts a fix output's publish job when it becomes ready or
 // approved: SweepFix (run by the periodic sweep when fix publication is
 // on) asks for each one; the job's uniqueness keeps one per output.
 package publisher

@@ -21,6 +21,7 @@ import (
 	"github.com/quavon/quavon/internal/publish"
 	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/repos"
+	"github.com/quavon/quavon/internal/review"
 )
 
 // Refusal reasons of a fix_pr output (spec §7 items 1–9), stored on the
@@ -112,6 +113,11 @@ type fixFacts struct {
 	fixer    int64
 	eff      policy.Effective
 	approver string
+	// review: a review fix (subject pull_request): stacked_pr as a fix_pr
+	// output, or commit (commit true) as a fix_commit output (spec §7b).
+	review, commit bool
+	// findings are the review findings the fix addresses (review fixes).
+	findings []review.StoredFinding
 }
 
 // publishFix publishes a fix_pr output: one bot branch with one commit
@@ -173,7 +179,7 @@ func (p *Publisher) publishFix(ctx context.Context, tenant postgres.TenantID, ou
 			return res, fmt.Errorf("publisher.Publish %s: %w", outputID, err)
 		}
 	}
-	p.log.Info("publish", "outcome", string(res.Outcome), "reason", res.Reason, "output", outputID, "kind", string(publish.KindFixPR),
+	p.log.Info("publish", "outcome", string(res.Outcome), "reason", res.Reason, "output", outputID, "kind", string(f.out.Kind),
 		"external_id", res.External, "reconciled", res.Reconciled)
 	return res, nil
 }
@@ -212,11 +218,11 @@ func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (s
 			return ReasonNotSignedOff, nil
 		}
 	}
-	t, _, err := publish.DecodeFixPRTarget(o)
+	t, err := decodeTarget(o)
 	if err != nil {
 		return ReasonInvalidPayload, nil
 	}
-	f.target = t
+	f.target, f.commit = t, o.Kind == publish.KindFixCommit
 	run, err := fix.Get(ctx, tx, t.FixRunID)
 	if errors.Is(err, fix.ErrNotFound) {
 		return ReasonFixRunMismatch, nil
@@ -235,9 +241,17 @@ func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (s
 	if inst != nil {
 		f.repo.installation = *inst
 	}
+	f.review = run.Subject == fix.SubjectPullRequest
+	subject, delivery := fix.SubjectIssue, fix.DeliveryPR
 	switch {
-	case run.RepositoryID != t.RepositoryID || run.Subject != fix.SubjectIssue || run.Delivery != fix.DeliveryPR ||
-		run.Number != t.Issue || run.BaseSHA != t.BaseSHA:
+	case f.commit:
+		subject, delivery = fix.SubjectPullRequest, fix.DeliveryCommit
+	case f.review:
+		subject, delivery = fix.SubjectPullRequest, fix.DeliveryStackedPR
+	}
+	switch {
+	case run.RepositoryID != t.RepositoryID || run.Subject != subject || run.Delivery != delivery ||
+		run.Number != t.Issue || run.BaseSHA != t.BaseSHA || f.review && run.BaseRef != t.BaseRef:
 		return ReasonFixRunMismatch, nil
 	case run.Status != fix.StatusApproved && run.Status != fix.StatusPublishing:
 		return ReasonFixRunNotApproved, nil
@@ -272,6 +286,11 @@ func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (s
 		return ReasonPolicyInvalid, nil
 	case !f.eff.FixEnabled():
 		return ReasonFixOff, nil
+	case f.review && f.eff.ReviewFixDelivery() == policy.ReviewFixesOff,
+		f.commit && f.eff.ReviewFixDelivery() != policy.ReviewFixesCommit:
+		// A stacked pull request needs review fixes on; a commit on the
+		// head branch needs their explicit commit opt-in (FX13).
+		return ReasonReviewFixesOff, nil
 	case o.Bound.PolicySHA256 != "" && !sameVerdicts(f.eff, o.Bound.PolicySHA256):
 		// The approval was given under other policy verdicts.
 		return ReasonPolicyChanged, nil
@@ -307,6 +326,11 @@ func (p *Publisher) readFixFacts(ctx context.Context, tx pgx.Tx, f *fixFacts) (s
 	case granted["contents"] != github.LevelWrite || granted["pull_requests"] != github.LevelWrite:
 		return ReasonFixerPermissionMissing, nil
 	}
+	if f.review {
+		if f.findings, err = runFindings(ctx, tx, run); err != nil {
+			return "", err
+		}
+	}
 	return "", nil
 }
 
@@ -318,6 +342,8 @@ type fixWrite struct {
 	changes []writer.TreeChange
 	inline  bool
 	signed  bool // a required_signatures rule applies to the branch
+	// headline and body are the message's parts (createCommitOnBranch).
+	headline, body string
 }
 
 // writeFix is the second transaction: lock the intent, reconcile, re-check
@@ -354,6 +380,9 @@ func (p *Publisher) writeFix(ctx context.Context, tenant postgres.TenantID, f fi
 		defer cancel()
 		full := f.repo.owner + "/" + f.repo.name
 		branch := publish.FixBranch(f.target.Issue, in.Marker)
+		if f.commit {
+			branch = f.target.BaseRef // the pull request's head branch
+		}
 		marker := render.Marker(in.Marker)
 		var fx *writer.Fixer
 		if f.fixer != 0 {
@@ -366,7 +395,21 @@ func (p *Publisher) writeFix(ctx context.Context, tenant postgres.TenantID, f fi
 		}
 		// Reconcile: a pull request of the bot branch, by the Fixer's bot,
 		// carrying this intent's marker, is this intent's write.
-		if in.Attempts > 1 && fx != nil {
+		if in.Attempts > 1 && fx != nil && f.commit {
+			// Reconcile a commit (FX16): only a head whose single parent
+			// is the expected head and whose message carries the marker.
+			ext, state, err := findFixCommit(wctx, fx, f.target, marker)
+			switch {
+			case err != nil:
+				return retry(fmt.Errorf("reconcile: %w", err))
+			case state == commitFound:
+				res = Result{Outcome: OutcomePublished, External: ext.ID, Reconciled: true}
+				return p.recordFix(ctx, tx, f, in.ID, ext)
+			case state == commitForeign:
+				return refuse(ReasonHeadMoved, "the head branch moved to "+ext.CommitSHA+", which is not this fix's commit")
+			}
+		}
+		if in.Attempts > 1 && fx != nil && !f.commit {
 			pr, found, err := p.findFixPR(wctx, fx, branch, marker)
 			if err != nil {
 				return retry(fmt.Errorf("reconcile: %w", err))
@@ -383,14 +426,22 @@ func (p *Publisher) writeFix(ctx context.Context, tenant postgres.TenantID, f fi
 		if err != nil {
 			return retry(fmt.Errorf("reader: %w", err))
 		}
-		w, reason, detail, err := p.liveChecks(wctx, fx, rd, f, branch, marker)
+		check := p.liveChecks
+		if f.review {
+			check = p.liveReviewChecks
+		}
+		w, reason, detail, err := check(wctx, fx, rd, f, branch, marker)
 		if err != nil {
 			return retry(err)
 		}
 		if reason != "" {
 			return refuse(reason, detail)
 		}
-		ext, reason, detail, err := p.pushFix(wctx, fx, f, w)
+		push := p.pushFix
+		if f.commit {
+			push = p.pushCommit
+		}
+		ext, reason, detail, err := push(wctx, fx, f, w)
 		if err != nil {
 			if permanent(err) {
 				return refuse(ReasonGitHubRefused, err.Error())
@@ -500,20 +551,10 @@ func (p *Publisher) liveChecks(ctx context.Context, fx *writer.Fixer, rd github.
 	if err != nil {
 		return w, "", "", fmt.Errorf("base branch: %w", err)
 	}
-	listing, err := freshListing(ctx, fx, head)
-	if err != nil {
-		return w, "", "", err
+	if reason, detail, err := p.validateAt(ctx, fx, f, head); err != nil || reason != "" {
+		return w, reason, detail, err
 	}
 	fp := f.eff.Policy.Features.Fix
-	paths := patch.PathPolicy{DeniedPaths: fp.DeniedPaths, AllowedPaths: fp.AllowedPaths, AllowLockfiles: fp.AllowLockfiles}
-	limits := patch.Limits{MaxFiles: fp.Limits.MaxFiles, MaxChangedLines: fp.Limits.MaxChangedLines, MaxFileBytes: patch.DefaultMaxFileBytes}
-	if err := patch.ValidatePatch(f.changes, listing, paths, limits, p.cfg.Fix.Scanner); err != nil {
-		var rej *patch.RejectedError
-		if !errors.As(err, &rej) {
-			return w, "", "", fmt.Errorf("validate: %w", err)
-		}
-		return w, patchReason(rej), clipText(rej.Error(), 2048), nil
-	}
 	// The body, rendered from typed fields, and its secret scan.
 	rend, err := render.New(render.Repo{Host: f.repo.host, Owner: f.repo.owner, Name: f.repo.name})
 	if err != nil {
@@ -536,26 +577,45 @@ func (p *Publisher) liveChecks(ctx context.Context, fx *writer.Fixer, rd github.
 	// Repository rules of the bot branch: only rules that cannot refuse
 	// a new branch of one signed, single-parent commit pass; unknown rule
 	// types block (FX7).
+	w = fixWrite{branch: branch, message: msg.String(), pr: pr}
+	if w.signed, reason, detail, err = branchRules(ctx, fx, branch); err != nil || reason != "" {
+		return w, reason, detail, err
+	}
+	w.treeChanges(f.changes)
+	return w, "", "", nil
+}
+
+// branchRules evaluates the repository rules of branch (FX7): only rules
+// that cannot refuse one signed, single-parent, fast-forward commit pass
+// (deletion, non_fast_forward, required_linear_history,
+// required_signatures, the last reported in signed); unknown rule types
+// block.
+func branchRules(ctx context.Context, fx *writer.Fixer, branch string) (signed bool, reason, detail string, err error) {
 	rules, err := fx.BranchRules(ctx, branch)
 	if err != nil {
-		return w, "", "", fmt.Errorf("rules: %w", err)
+		return false, "", "", fmt.Errorf("rules: %w", err)
 	}
-	w = fixWrite{branch: branch, message: msg.String(), pr: pr}
 	for _, r := range rules {
 		switch r.Type {
 		case "deletion", "non_fast_forward", "required_linear_history":
 		case "required_signatures":
-			w.signed = true
+			signed = true
 		default:
-			return w, ReasonRuleBlocks, "rule " + clipText(r.Type, 64) + " applies to " + branch, nil
+			return signed, ReasonRuleBlocks, "rule " + clipText(r.Type, 64) + " applies to " + branch, nil
 		}
 	}
+	return signed, "", "", nil
+}
+
+// treeChanges prepares the tree entries of changes: inline content up to
+// maxInlineBytes in total, blobs (made by pushFix) above.
+func (w *fixWrite) treeChanges(changes []patch.FixFileChange) {
 	total := 0
-	for _, c := range f.changes {
+	for _, c := range changes {
 		total += len(c.NewContent)
 	}
 	w.inline = total <= maxInlineBytes
-	for _, c := range f.changes {
+	for _, c := range changes {
 		tc := writer.TreeChange{Path: c.Path, Mode: c.Mode.String()}
 		if c.Operation != patch.OpDelete && w.inline {
 			content := c.NewContent
@@ -563,7 +623,27 @@ func (p *Publisher) liveChecks(ctx context.Context, fx *writer.Fixer, rd github.
 		}
 		w.changes = append(w.changes, tc)
 	}
-	return w, "", "", nil
+}
+
+// validateAt runs ValidatePatch on the run's changes against a fresh
+// listing of commit sha (spec §7 item 5, §7b item 6): base blob SHAs,
+// the path policy, limits, text-only files and the secret scan.
+func (p *Publisher) validateAt(ctx context.Context, fx *writer.Fixer, f fixFacts, sha string) (reason, detail string, err error) {
+	listing, err := freshListing(ctx, fx, sha)
+	if err != nil {
+		return "", "", err
+	}
+	fp := f.eff.Policy.Features.Fix
+	paths := patch.PathPolicy{DeniedPaths: fp.DeniedPaths, AllowedPaths: fp.AllowedPaths, AllowLockfiles: fp.AllowLockfiles}
+	limits := patch.Limits{MaxFiles: fp.Limits.MaxFiles, MaxChangedLines: fp.Limits.MaxChangedLines, MaxFileBytes: patch.DefaultMaxFileBytes}
+	if err := patch.ValidatePatch(f.changes, listing, paths, limits, p.cfg.Fix.Scanner); err != nil {
+		var rej *patch.RejectedError
+		if !errors.As(err, &rej) {
+			return "", "", fmt.Errorf("validate: %w", err)
+		}
+		return patchReason(rej), clipText(rej.Error(), 2048), nil
+	}
+	return "", "", nil
 }
 
 // pushFix writes: the tree (inline content), the commit on the base, the

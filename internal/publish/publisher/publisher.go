@@ -177,8 +177,7 @@ func (p *Publisher) Publish(ctx context.Context, tenant postgres.TenantID, outpu
 		}
 		f.out = o
 		switch {
-		case o.Kind == publish.KindFixPR && p.cfg.Fix != nil,
-			o.Kind == publish.KindFixCommit && p.cfg.Fix != nil && !policy.ReviewFixesSignedOff():
+		case (o.Kind == publish.KindFixPR || o.Kind == publish.KindFixCommit) && p.cfg.Fix != nil:
 			// A fix_commit output is a review fix: while review fixes
 			// await sign-off, publishFix refuses it (not_signed_off).
 			isFix = true

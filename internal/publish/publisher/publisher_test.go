@@ -28,6 +28,7 @@ import (
 	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/sast"
+	"github.com/quavon/quavon/internal/sast/sariftest"
 	"github.com/quavon/quavon/internal/testenv"
 	"github.com/quavon/quavon/internal/testenv/testbroker"
 	"github.com/quavon/quavon/internal/tokenbroker"
@@ -644,7 +645,7 @@ func TestSARIFOncePerRun(t *testing.T) {
 		doc.Runs[0].Results[0].RuleID != "G104" || !strings.HasPrefix(doc.Runs[0].AutomationDetails.ID, publisher.SARIFCategory) {
 		t.Fatalf("SARIF %s", ups[0].SARIF)
 	}
-	validateSARIF(t, ups[0].SARIF)
+	sariftest.Validate(t, ups[0].SARIF)
 }
 
 func TestSARIFOnlyWithTheFeature(t *testing.T) {

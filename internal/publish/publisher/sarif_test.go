@@ -8,64 +8,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/quavon/quavon/internal/publish/publisher"
 	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/review"
 	"github.com/quavon/quavon/internal/sast"
+	"github.com/quavon/quavon/internal/sast/sariftest"
 	"github.com/quavon/quavon/internal/testenv"
 )
-
-// sarifSchema compiles the SARIF 2.1.0 schema that ships in gosec's
-// module, as internal/sast's tests do.
-var sarifSchema = sync.OnceValues(func() (*jsonschema.Schema, error) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = "/usr/local/go/bin/go"
-	}
-	out, err := exec.Command(goBin, "mod", "download", "-json", "github.com/securego/gosec/v2@v2.30.0").Output()
-	if err != nil {
-		return nil, fmt.Errorf("go mod download gosec: %w", err)
-	}
-	var mod struct{ Dir, Error string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return nil, fmt.Errorf("go mod download gosec: %s %v", mod.Error, err)
-	}
-	f, err := os.Open(filepath.Join(mod.Dir, "report", "sarif", "testdata", "sarif-schema-2.1.0.json"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	doc, err := jsonschema.UnmarshalJSON(f)
-	if err != nil {
-		return nil, err
-	}
-	const url = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, err
-	}
-	return c.Compile(url)
-})
-
-func validateSARIF(t testing.TB, data []byte) {
-	t.Helper()
-	sch, err := sarifSchema()
-	if err != nil {
-		t.Fatalf("SARIF schema: %v", err)
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("SARIF is not JSON: %v", err)
-	}
-	if err := sch.Validate(inst); err != nil {
-		t.Fatalf("SARIF fails the 2.1.0 schema: %v", err)
-	}
-}
 
 func storedSAST(n int) []review.StoredFinding {
 	var out []review.StoredFinding
@@ -87,7 +38,7 @@ func TestSARIFFromFindings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	validateSARIF(t, data)
+	sariftest.Validate(t, data)
 	var doc struct {
 		Runs []struct {
 			Tool struct {

@@ -33,13 +33,13 @@ func Sweep(ctx context.Context, db *postgres.DB, jobs Inserter, age time.Duratio
 		AND kind IN ('review', 'check_run', 'sarif') AND updated_at < now() - $1::interval ORDER BY updated_at LIMIT 1000`, age.String())
 }
 
-// SweepFix asks for every fix_pr output that is ready (auto mode) or
+// SweepFix asks for every fix_pr and fix_commit output that is ready (auto mode) or
 // approved, whatever its age: neither fixrun nor the dashboard's approval
 // inserts its publish job, so the sweep is what publishes them (within
 // SweepInterval). The job's uniqueness keeps one per output.
 func SweepFix(ctx context.Context, db *postgres.DB, jobs Inserter) (int, error) {
 	return sweep(ctx, db, jobs, `SELECT id::text FROM pending_outputs WHERE status IN ('ready', 'approved')
-		AND kind = 'fix_pr' ORDER BY updated_at LIMIT 1000`)
+		AND kind IN ('fix_pr', 'fix_commit') ORDER BY updated_at LIMIT 1000`)
 }
 
 func sweep(ctx context.Context, db *postgres.DB, jobs Inserter, query string, args ...any) (int, error) {

@@ -33,7 +33,6 @@ import (
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/publish/render"
 	"github.com/quavon/quavon/internal/review"
-	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/scan"
 )
@@ -73,7 +72,7 @@ type Input struct {
 	// the LLM review (scanners only).
 	Model llm.Model
 	// Sandbox runs the scanner job; nil reports the scanners as not run.
-	Sandbox  *valkeyq.Client
+	Sandbox  scan.Sandbox
 	TenantID string
 	Limits   Limits
 	// Progress, when set, hears what the review is doing.

@@ -33,6 +33,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quavon/quavon/internal/sandboxrun"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -240,7 +242,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	}
 	in := engine.Input{Repo: repoDir, MergeBase: mergeBase, Head: run.HeadSHA, Since: since, Title: title, Body: body,
 		Review: eff.Policy.Features.Review, SAST: eff.Policy.Features.SAST, SASTOff: eff.SASTMode() == policy.ModeOff,
-		Sandbox: w.Deps.Sandbox, TenantID: a.TenantID, Limits: w.Deps.Limits, Log: log}
+		TenantID: a.TenantID, Limits: w.Deps.Limits, Log: log}
+	if w.Deps.Sandbox != nil {
+		in.Sandbox = &sandboxrun.Recorder{Client: w.Deps.Sandbox, DB: w.DB, Tenant: tenant, RepositoryID: run.RepositoryID,
+			ReviewRunID: run.ID}
+	}
 	var budget *llm.Budget
 	modelName := ""
 	if eff.ReviewMode() != policy.ModeOff && w.Deps.Models != nil {

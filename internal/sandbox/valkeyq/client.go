@@ -78,26 +78,33 @@ func (c *Client) Run(ctx context.Context, spec JobSpec, baseDir, overlayDir stri
 // (snapshot.Overlay): no checkout on disk. The snapshots' chunks are
 // deleted by the runner once fetched, and here when no runner answered.
 func (c *Client) RunSources(ctx context.Context, spec JobSpec, baseSrc, overlaySrc snapshot.Source) (*sandbox.SandboxResult, error) {
+	res, _, err := c.RunSourcesSized(ctx, spec, baseSrc, overlaySrc)
+	return res, err
+}
+
+// RunSourcesSized is RunSources that also returns the bytes of the
+// compressed, encrypted snapshots it sent (for sandbox_runs).
+func (c *Client) RunSourcesSized(ctx context.Context, spec JobSpec, baseSrc, overlaySrc snapshot.Source) (*sandbox.SandboxResult, int64, error) {
 	ttl := spec.TTL
 	if ttl == 0 {
 		ttl = 5 * time.Minute
 	}
 	if ttl < 0 || ttl > sandbox.MaxJobTTL {
-		return nil, fmt.Errorf("Client.Run: ttl %s out of range", ttl)
+		return nil, 0, fmt.Errorf("Client.Run: ttl %s out of range", ttl)
 	}
 	baseSnap, _, err := baseSrc.Build(c.snapshot)
 	if err != nil {
-		return nil, fmt.Errorf("Client.Run: base: %w", err)
+		return nil, 0, fmt.Errorf("Client.Run: base: %w", err)
 	}
 	var overlaySnap []byte
 	if overlaySrc != nil {
 		if overlaySnap, _, err = overlaySrc.Build(c.snapshot); err != nil {
-			return nil, fmt.Errorf("Client.Run: overlay: %w", err)
+			return nil, 0, fmt.Errorf("Client.Run: overlay: %w", err)
 		}
 	}
 	base, err := c.blobs.Store(ctx, spec.TenantID, baseSnap)
 	if err != nil {
-		return nil, fmt.Errorf("Client.Run: %w", err)
+		return nil, 0, fmt.Errorf("Client.Run: %w", err)
 	}
 	refs := []sandbox.SnapshotRef{base}
 	defer func() {
@@ -109,7 +116,7 @@ func (c *Client) RunSources(ctx context.Context, spec JobSpec, baseSrc, overlayS
 	if overlaySnap != nil {
 		o, err := c.blobs.Store(ctx, spec.TenantID, overlaySnap)
 		if err != nil {
-			return nil, fmt.Errorf("Client.Run: %w", err)
+			return nil, 0, fmt.Errorf("Client.Run: %w", err)
 		}
 		refs = append(refs, o)
 		overlay = &o
@@ -121,5 +128,6 @@ func (c *Client) RunSources(ctx context.Context, spec JobSpec, baseSrc, overlayS
 		Egress: spec.Egress, Env: spec.Env, Limits: spec.Limits, Artefacts: spec.Artefacts,
 		IssuedAt: issued, NotAfter: issued.Add(ttl),
 	}
-	return c.queue.Run(ctx, job)
+	res, err := c.queue.Run(ctx, job)
+	return res, int64(len(baseSnap) + len(overlaySnap)), err
 }
