@@ -249,6 +249,12 @@ func TestReviewFixThroughTheWorker(t *testing.T) {
 	if err := json.Unmarshal(outs[0].Payload, &p); err != nil || p.Issue != c.pr || p.BaseRef != "feature" || p.BaseSHA != c.head {
 		t.Errorf("payload %s (%v)", outs[0].Payload, err)
 	}
+	// The publisher reads it as a stacked target: the pull request, its
+	// head branch and the reviewed head.
+	if tg, _, err := publish.DecodeFixPRTarget(outs[0]); err != nil || tg.Issue != c.pr || tg.BaseRef != "feature" || tg.BaseSHA != c.head ||
+		tg.PatchSHA256 != run.PatchSHA256 {
+		t.Errorf("the publisher's target %+v (%v)", tg, err)
+	}
 
 	req := models.used[0].Requests()[0]
 	first := req.Messages[0].Text
@@ -294,10 +300,19 @@ func TestReviewFixCommitDelivery(t *testing.T) {
 	}
 	w.in(t, func(tx pgx.Tx) error {
 		outs, err := publish.OutputsOfRun(ctx, tx, run.ID)
-		if len(outs) != 1 || outs[0].Kind != publish.KindFixCommit || outs[0].Bound.HeadSHA != c.head || outs[0].Bound.BaseSHA != c.head {
-			t.Errorf("outputs %+v", outs)
+		if err != nil {
+			return err
 		}
-		return err
+		if len(outs) != 1 || outs[0].Kind != publish.KindFixCommit || outs[0].Bound.HeadSHA != c.head || outs[0].Bound.BaseSHA != c.head {
+			t.Fatalf("outputs %+v", outs)
+		}
+		// The publisher reads it as a compare-and-swap target whose
+		// expected head is the reviewed head.
+		tg, _, err := publish.DecodeFixCommitTarget(outs[0])
+		if err != nil || tg.PullRequest != c.pr || tg.HeadRef != "feature" || tg.ExpectedHeadSHA != c.head || tg.PatchSHA256 != run.PatchSHA256 {
+			t.Errorf("the publisher's target %+v (%v)", tg, err)
+		}
+		return nil
 	})
 }
 
