@@ -3,8 +3,10 @@ package worker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -15,12 +17,17 @@ import (
 	"github.com/quavon/quavon/internal/fix/fixagent"
 	"github.com/quavon/quavon/internal/fix/fixjob"
 	"github.com/quavon/quavon/internal/fix/fixrun"
+	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/githubfake"
 	"github.com/quavon/quavon/internal/llm"
 	"github.com/quavon/quavon/internal/patch"
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/publish"
+	"github.com/quavon/quavon/internal/publish/publisher"
 	"github.com/quavon/quavon/internal/review"
+	"github.com/quavon/quavon/internal/secret/leaks"
+	"github.com/quavon/quavon/internal/testenv/testbroker"
+	"github.com/quavon/quavon/internal/tokenbroker"
 )
 
 // TestReviewFixRunIneligibleWhileNotSignedOff: with the gate as shipped, a
@@ -424,4 +431,104 @@ func (w *world) updateFixPolicy(t *testing.T, fixJSON string) {
 			w.repoID, `{"version":1,"features":{"fix":`+fixJSON+`}}`)
 		return err
 	})
+}
+
+// TestReviewFixEndToEnd (gate lifted): the worker's review fix, approved
+// as the dashboard approves it, is published by the publisher: stacked_pr
+// as a draft pull request into the pull request's head branch whose body
+// names the reviewed pull request without a closing keyword; commit as
+// one commit on the head branch whose parent is the reviewed head.
+func TestReviewFixEndToEnd(t *testing.T) {
+	policy.LiftReviewFixGate(t)
+	for _, delivery := range []fix.Delivery{fix.DeliveryStackedPR, fix.DeliveryCommit} {
+		t.Run(string(delivery), func(t *testing.T) {
+			ctx := context.Background()
+			w := newWorldWith(t, map[string]string{"contents": "write", "pull_requests": "write", "issues": "write"})
+			w.setFixPolicy(t, `{"mode":"approval","reviewFixes":"commit"}`)
+			w.gh.AddUser("wanda")
+			w.gh.SetPermission("acme", "app", "wanda", "write")
+			c := w.openReviewedPR(t, w.repo.ID)
+			models := &fixModels{}
+			models.push(
+				llm.Call("edit_file", map[string]string{"path": "calc.py", "oldText": "a - b", "newText": "a + b"}),
+				llm.Call("finish", map[string]string{"summary": "add adds again."}),
+			)
+			deps, conn := w.fixDeps(t, models, nil)
+			w.startFixWorker(t, deps, conn)
+			w.requestFix(t, c, delivery, "wanda")
+			run := w.fixEnded(t, c.runID)
+			if run.Status != fix.StatusAwaitingApproval {
+				t.Fatalf("run: %s %s (%s)", run.Status, run.Reason, run.Detail)
+			}
+
+			// Approved as the dashboard does: the exact hashes shown.
+			var outID string
+			w.in(t, func(tx pgx.Tx) error {
+				var approver string
+				if err := tx.QueryRow(ctx, `INSERT INTO users (tenant_id, display_name) VALUES (quavon_current_tenant(), 'Mona') RETURNING id::text`).Scan(&approver); err != nil {
+					return err
+				}
+				outs, err := publish.OutputsOfRun(ctx, tx, run.ID)
+				if err != nil || len(outs) != 1 {
+					return fmt.Errorf("outputs %v: %w", outs, err)
+				}
+				o := outs[0]
+				outID = o.ID
+				if _, err := publish.Decide(ctx, tx, o.ID, publish.Decision{Approve: true, UserID: approver, ShownPayloadSHA256: o.PayloadSHA256,
+					Shown: o.Bound, Now: time.Now()}); err != nil {
+					return err
+				}
+				_, err = fix.Transition(ctx, tx, run.ID, fix.StatusApproved, fix.Why{})
+				return err
+			})
+
+			b := testbroker.Start(t, w.gh, map[github.AppKind]*githubfake.App{github.AppReview: w.review, github.AppFixer: w.fixer}, testbroker.Options{})
+			pconn := b.Conn(t, tokenbroker.RolePublisher, github.TransportConfig{})
+			scanner, err := leaks.NewScanner()
+			if err != nil {
+				t.Fatal(err)
+			}
+			pub, err := publisher.New(w.cp.App, publisher.ConnReviewers(pconn), publisher.Config{ReviewAppSlug: w.review.Slug,
+				Fix: &publisher.FixConfig{AppSlug: w.fixer.Slug, Fixers: publisher.ConnFixers(pconn), Readers: publisher.ConnReaders(pconn),
+					Scanner: scanner}}, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := pub.Publish(ctx, w.tenant, outID)
+			if err != nil || res.Outcome != publisher.OutcomePublished {
+				t.Fatalf("publish: %+v %v (run %+v)", res, err, w.fixEnded(t, c.runID))
+			}
+			got, err := w.repo.ReadFile("feature", "calc.py")
+			switch delivery {
+			case fix.DeliveryStackedPR:
+				if err != nil || string(got) != calcBuggy {
+					t.Errorf("the head branch changed under a stacked fix: %q %v", got, err)
+				}
+				var stacked *githubfake.Issue
+				for _, in := range w.repo.Issues() {
+					if in.PullRequest != nil && in.Number != c.pr {
+						in := in
+						stacked = &in
+					}
+				}
+				if stacked == nil || stacked.PullRequest.Base != "feature" || !stacked.PullRequest.Draft ||
+					!strings.Contains(stacked.Body, fmt.Sprintf("Fixes review findings of #%d", c.pr)) ||
+					strings.Contains(strings.ToLower(stacked.Body), fmt.Sprintf("fixes #%d", c.pr)) {
+					t.Fatalf("stacked pull request %+v", stacked)
+				}
+				fixed, err := w.repo.ReadFile(stacked.PullRequest.Head, "calc.py")
+				if err != nil || !strings.Contains(string(fixed), "a + b") {
+					t.Errorf("the stacked branch's calc.py: %q %v", fixed, err)
+				}
+			case fix.DeliveryCommit:
+				if err != nil || !strings.Contains(string(got), "a + b") {
+					t.Fatalf("the head branch's calc.py after the commit: %q %v", got, err)
+				}
+				ci, ok := w.repo.CommitInfo(w.repo.Ref("feature"))
+				if !ok || len(ci.Parents) != 1 || ci.Parents[0] != c.head {
+					t.Errorf("the commit on the head branch %+v, want one parent %s", ci, c.head)
+				}
+			}
+		})
+	}
 }
