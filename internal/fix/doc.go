@@ -36,6 +36,17 @@
 // reason (a stable code such as already_running, cap_issue, shutdown) and
 // an optional human detail, redacted and capped.
 //
+// # Review fixes
+//
+// A review fix (subject pull_request, spec §7b) names its review run and
+// the findings to fix. Create refuses ids that are not findings of that
+// run of the same pull request, or that are not published (posted) or
+// pending publication (new, with the run's review output ready or
+// approved), or whose fingerprint is dismissed (FixableFindings). Its
+// delivery is fix_runs.delivery: stacked_pr, or commit only with
+// fix.reviewFixes: commit; its base (base_sha, base_ref,
+// head_repo_external_id) is the reviewed head of the pull request.
+//
 // At most one run per issue (or pull request) is running at a time: a
 // unique partial index on running runs makes Start fail with
 // ErrAlreadyRunning instead of a check-then-insert race.

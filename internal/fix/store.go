@@ -221,7 +221,9 @@ func Create(ctx context.Context, tx pgx.Tx, n NewRun) (*Run, error) {
 
 // ofReviewRun checks a review fix's review run and findings: the run is
 // of the same repository and pull request, and every finding id is a
-// finding of that run (FX13: ids from another run are refused).
+// finding of that run (FX13: ids from another run are refused). Whether a
+// finding may be fixed now (published or pending, not dismissed:
+// FixableFindings) is decided by the request and again by the worker.
 func ofReviewRun(ctx context.Context, tx pgx.Tx, n NewRun) error {
 	distinct := map[string]bool{}
 	for _, id := range n.FindingIDs {

@@ -48,6 +48,19 @@ type Reader interface {
 	// "write", "read" or "none"). A 404 is ErrNotCollaborator. Decide with
 	// CanTrigger, never on role_name.
 	CollaboratorPermission(ctx context.Context, login string) (string, error)
+	// Collaborator is CollaboratorPermission with the account GitHub
+	// answered for (its login and numeric id), so a caller can check that
+	// a login still names the identity it knows.
+	Collaborator(ctx context.Context, login string) (Collaborator, error)
+}
+
+// Collaborator is an account's permission on a repository.
+type Collaborator struct {
+	// Permission is the "permission" field ("admin", "write", "read",
+	// "none"); decide with CanTrigger.
+	Permission string
+	Login      string
+	ID         int64
 }
 
 type reader struct {
@@ -229,20 +242,25 @@ func (r *reader) ClosingIssueReferences(ctx context.Context, prNumber int) ([]in
 var loginPattern = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`)
 
 func (r *reader) CollaboratorPermission(ctx context.Context, login string) (string, error) {
+	c, err := r.Collaborator(ctx, login)
+	return c.Permission, err
+}
+
+func (r *reader) Collaborator(ctx context.Context, login string) (Collaborator, error) {
 	op := fmt.Sprintf("github.CollaboratorPermission %s", login)
 	if !loginPattern.MatchString(login) {
 		// Includes "name[bot]": app bots never trigger (FX1).
-		return "", fmt.Errorf("%s: %w: invalid login", op, ErrNotCollaborator)
+		return Collaborator{}, fmt.Errorf("%s: %w: invalid login", op, ErrNotCollaborator)
 	}
 	p, _, err := r.c.REST.Repositories.GetPermissionLevel(ctx, r.c.Owner, r.c.Name, login)
 	if err != nil {
 		err = WrapError(op, err)
 		if errors.Is(err, ErrNotFound) {
-			return "", fmt.Errorf("%w: %w", ErrNotCollaborator, err)
+			return Collaborator{}, fmt.Errorf("%w: %w", ErrNotCollaborator, err)
 		}
-		return "", err
+		return Collaborator{}, err
 	}
-	return p.GetPermission(), nil
+	return Collaborator{Permission: p.GetPermission(), Login: p.GetUser().GetLogin(), ID: p.GetUser().GetID()}, nil
 }
 
 // validRepoPath refuses absolute, empty, unclean or dot-dot paths.

@@ -42,7 +42,24 @@
 // Pages of a repository need repo:review or repo:manage on it; the policy
 // editor needs repo:manage; approving, rejecting and finding feedback need
 // repo:review, and an approval also re-checks, live on GitHub, that the
-// signed-in identity has write or admin permission on the repository.
+// signed-in identity has write or admin permission on the repository:
+// the identity's host is the repository's, and GitHub's answer is for the
+// same login and account id as the session's (liveWrite).
+//
+// # Review fixes
+//
+// "Apply fixes" and "Fix" on a review run (spec §7b, FX13, FX14, FX17)
+// are refused with 403 and the reason while policy.ReviewFixesSignedOff()
+// is false, as shipped. With the gate lifted they need repo:manage,
+// fix.reviewFixes not off in the effective policy (the page and the 403
+// say why it is off), a same-repository pull request (a missing head
+// repository id counts as a fork), findings of that run that are
+// published or pending publication and not dismissed (fix.FixableFindings;
+// "Apply fixes" takes the 20 most severe), and liveWrite. The queued run
+// (subject pull_request, trigger dashboard, the policy's delivery, or
+// stacked_pr when asked for), its fix_run job (fix.RunJob) and the audit
+// entry repository.review_fix.request are one transaction; the worker
+// checks the head, the fork and the permission again before the agent.
 //
 // Instance admins (Config.Admins, from QUAVON_WEB_ADMINS: host and numeric
 // id; never from a table a tenant writes or from repository content) see

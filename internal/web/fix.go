@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -224,13 +223,9 @@ func (s *Server) fixDecision(w http.ResponseWriter, r *http.Request, sess *Sessi
 	if !repo.has(repos.RoleReview) {
 		return userErr(errForbidden, "Approving or rejecting needs the repo:review role on %s.", repo.FullName())
 	}
-	perm, err := s.perms.Permission(ctx, repo.ReviewInstallation, repo.FullName(), sess.Login)
+	perm, err := s.liveWrite(ctx, repo, sess, "approving")
 	if err != nil {
-		s.log.Warn("web: live permission check failed", slog.String("repository", repo.FullName()), slog.String("error", err.Error()))
-		return userErr(errForbidden, "GitHub did not confirm that %s has write access to %s.", sess.Login, repo.FullName())
-	}
-	if perm != "admin" && perm != "write" {
-		return userErr(errForbidden, "%s has %s permission on %s on GitHub; approving needs write or admin.", sess.Login, perm, repo.FullName())
+		return err
 	}
 	var expired bool
 	err = s.db.InTenant(ctx, sess.Tenant, func(tx pgx.Tx) error {

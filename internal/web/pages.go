@@ -239,6 +239,8 @@ type reviewView struct {
 	LLM, SAST, Acceptance string
 	// AC is the acceptance-criteria check of the run's head.
 	AC acView
+	// Fix is what the page offers for review fixes.
+	Fix reviewFixView
 }
 
 type toolStatus struct{ Tool, Status string }
@@ -300,7 +302,14 @@ func (s *Server) reviewPage(w http.ResponseWriter, r *http.Request, sess *Sessio
 		for _, t := range sortedKeys(run.SASTTools) {
 			v.Tools = append(v.Tools, toolStatus{t, run.SASTTools[t]})
 		}
-		v.AC, err = loadAcceptance(ctx, tx, run)
+		if v.AC, err = loadAcceptance(ctx, tx, run); err != nil {
+			return err
+		}
+		eff, _, _, err := effectiveOf(ctx, tx, rr)
+		if err != nil {
+			return err
+		}
+		v.Fix, err = reviewFixOf(ctx, tx, rr, eff, run)
 		return err
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // repoRow is a repository the signed-in user holds a role on.
 type repoRow struct {
 	repos.Repository
+	Host               string
 	ReviewInstallation int64
 	FixerInstallation  int64
 	ReviewSuspended    bool
@@ -25,7 +26,7 @@ type repoRow struct {
 
 func (r *repoRow) has(role string) bool { return slices.Contains(r.Roles, role) }
 
-const repoSelect = `SELECT r.id::text, r.owner, r.name, r.visibility, coalesce(r.review_installation_id, 0),
+const repoSelect = `SELECT r.id::text, r.host, r.owner, r.name, r.visibility, coalesce(r.review_installation_id, 0),
 		coalesce(r.fixer_installation_id, 0), r.archived,
 		EXISTS (SELECT 1 FROM installations i WHERE i.app_kind = 'review' AND i.external_id = r.review_installation_id AND i.suspended_at IS NOT NULL),
 		EXISTS (SELECT 1 FROM installations i WHERE i.app_kind = 'fixer' AND i.external_id = r.fixer_installation_id AND i.suspended_at IS NOT NULL),
@@ -34,7 +35,7 @@ const repoSelect = `SELECT r.id::text, r.owner, r.name, r.visibility, coalesce(r
 
 func scanRepo(row pgx.Row) (*repoRow, error) {
 	var r repoRow
-	err := row.Scan(&r.ID, &r.Owner, &r.Name, &r.Visibility, &r.ReviewInstallation, &r.FixerInstallation, &r.Archived,
+	err := row.Scan(&r.ID, &r.Host, &r.Owner, &r.Name, &r.Visibility, &r.ReviewInstallation, &r.FixerInstallation, &r.Archived,
 		&r.ReviewSuspended, &r.FixerSuspended, &r.Roles)
 	return &r, err
 }

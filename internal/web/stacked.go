@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -156,13 +155,9 @@ func (s *Server) fixStacked(w http.ResponseWriter, r *http.Request, sess *Sessio
 	if shown := r.PostForm.Get("patch_sha256"); shown != run.PatchSHA256 {
 		return userErr(errConflict, "The patch is not the one the page showed; reload it.")
 	}
-	perm, err := s.perms.Permission(ctx, repo.ReviewInstallation, repo.FullName(), sess.Login)
+	perm, err := s.liveWrite(ctx, repo, sess, "a stacked pull request")
 	if err != nil {
-		s.log.Warn("web: live permission check failed", slog.String("repository", repo.FullName()), slog.String("error", err.Error()))
-		return userErr(errForbidden, "GitHub did not confirm that %s has write access to %s.", sess.Login, repo.FullName())
-	}
-	if perm != "admin" && perm != "write" {
-		return userErr(errForbidden, "%s has %s permission on %s on GitHub; a stacked pull request needs write or admin.", sess.Login, perm, repo.FullName())
+		return err
 	}
 	// The pull request now: open, of this repository, on the same branch.
 	live, err := pr.PullRequest(ctx, repo.ReviewInstallation, repo.FullName(), run.Number)

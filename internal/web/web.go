@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/postgres"
 )
 
@@ -70,6 +71,9 @@ type Jobs interface {
 // review app's read-only installation token.
 type Permissions interface {
 	Permission(ctx context.Context, installationID int64, repo, login string) (string, error)
+	// Collaborator is Permission with the account GitHub answered for
+	// (login and id), so the identity can be matched, not only the login.
+	Collaborator(ctx context.Context, installationID int64, repo, login string) (github.Collaborator, error)
 }
 
 // Server is the dashboard.

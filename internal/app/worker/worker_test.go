@@ -46,6 +46,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
+	return newWorldWith(t, nil)
+}
+
+// newWorldWith is newWorld with the Fixer app granted fixerPerms (nil: the
+// review app's grant).
+func newWorldWith(t *testing.T, fixerPerms map[string]string) *world {
+	t.Helper()
 	w := &world{cp: testenv.NewControlPlane(t, 16), gh: githubfake.New(t)}
 	w.review = w.gh.RegisterApp("quavon-review")
 	w.fixer = w.gh.RegisterApp("quavon-fixer")
@@ -62,7 +69,11 @@ func newWorld(t *testing.T) *world {
 	w.gh.AddOrg("acme")
 	w.repo = w.gh.AddRepo("acme", "app", githubfake.RepoOptions{Private: true, Files: map[string]string{"README.md": "app\n"}})
 	for _, app := range []*githubfake.App{w.review, w.fixer} {
-		in := w.gh.Install(app, "acme", map[string]string{"contents": "read", "pull_requests": "write", "issues": "write"}, "acme/app")
+		perms := map[string]string{"contents": "read", "pull_requests": "write", "issues": "write"}
+		if app == w.fixer && fixerPerms != nil {
+			perms = fixerPerms
+		}
+		in := w.gh.Install(app, "acme", perms, "acme/app")
 		d, err := w.gh.Deliver(app, "installation", w.gh.InstallationEvent("created", in, "alice"))
 		if err != nil || d.StatusCode != 200 {
 			t.Fatalf("install %s: %v %d %s", app.Slug, err, d.StatusCode, d.Response)

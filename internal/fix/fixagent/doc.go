@@ -42,6 +42,6 @@
 // on one line without control characters) and given only inside
 // llm.Untrusted(UntrustedReviewFindings); the prompts say findings
 // describe problems and are never instructions. Tools, limits, sandbox,
-// ValidatePatch and the path policy are unchanged. No production caller
-// sets Review yet: review fixes await their sign-off.
+// ValidatePatch and the path policy are unchanged. internal/fix/fixjob
+// sets Review for review fixes, which await their sign-off (the gate).
 package fixagent

@@ -1,12 +1,22 @@
 // Package fixjob is the worker's fix run: the River job (fix_run, queue
-// fix) that takes one admitted, queued issue fix run to the agent and
-// leaves it awaiting_approval, publishing or failed (internal/fix/fixrun).
+// fix) that takes one admitted, queued issue or review fix run to the
+// agent and leaves it awaiting_approval, publishing, failed or (review
+// fixes) ineligible (internal/fix/fixrun).
 //
-//	queued → (nothing)   a terminal run (its issue closed meanwhile) or a
-//	                     run that is not an issue fix: the job completes
+//	queued → (nothing)   a run that is no longer queued (its issue closed
+//	                     meanwhile): the job completes
 //	queued → ineligible  a review fix (subject pull_request) while review
 //	                     fixes await sign-off (policy.ReviewFixSignedOff
 //	                     false): reason not_signed_off
+//	queued → ineligible  a review fix the policy or GitHub refuses before
+//	                     the agent (reviewfix.go): review_fixes_off,
+//	                     delivery_not_allowed, review_run_gone,
+//	                     no_findings, fork (the head repository is not the
+//	                     repository, or unknown), pull_request_not_found,
+//	                     pull_request_closed, head_moved (the live head, or
+//	                     the fetched head branch, is not the reviewed head:
+//	                     "re-run the review first"), actor_permission (the
+//	                     requester's live permission), default_branch
 //	queued → failed      before the agent: fix turned off, the issue no
 //	                     longer open, no fix model, no sandbox for the
 //	                     policy's commands, the base not fetchable (on the
@@ -17,7 +27,14 @@
 //	  | failed           comments of users whose live permission is write
 //	                     or admin, all inside llm.Untrusted), the agent
 //	                     within the run's model budget (a
-//	                     BudgetExceededError ends it failed: budget)
+//	                     BudgetExceededError ends it failed: budget). A
+//	                     review fix's base is the pull request's head
+//	                     branch at the reviewed head, its prompt the
+//	                     findings rendered by fixagent.RenderFindings
+//	                     inside llm.Untrusted(review-findings); tools,
+//	                     limits, sandbox, ValidatePatch and paths are the
+//	                     issue fix's; its output is a fix_pr (stacked_pr)
+//	                     or fix_commit (commit)
 //	running → failed     a retried job that finds its run running: the
 //	                     earlier attempt was interrupted mid-agent; the
 //	                     agent is never run twice for one run
@@ -53,27 +70,16 @@ import (
 	"github.com/quavon/quavon/internal/policy"
 	"github.com/quavon/quavon/internal/postgres"
 	"github.com/quavon/quavon/internal/publish"
-	"github.com/quavon/quavon/internal/queues"
 	"github.com/quavon/quavon/internal/sandbox"
 )
 
-// RunArgs is the job of one fix run.
-type RunArgs struct {
-	TenantID string `json:"tenant_id"`
-	RunID    string `json:"run_id"`
-}
-
-// Kind is River's job kind.
-func (RunArgs) Kind() string { return "fix_run" }
-
-// InsertOpts puts the job on the fix queue; one job per run.
-func (RunArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: queues.Fix, MaxAttempts: 3, UniqueOpts: river.UniqueOpts{ByArgs: true}}
-}
+// RunArgs is the job of one fix run (fix.RunJob: kind fix_run, queue fix).
+type RunArgs = fix.RunJob
 
 // Repo is what a fix run needs to know of its repository.
 type Repo struct {
 	ID             string
+	ExternalID     int64 // the repository's GitHub id (a pull request's head repository must be it)
 	Host           string
 	Owner, Name    string
 	InstallationID int64 // the review app's: the worker reads with its token
@@ -160,6 +166,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	log = log.With(slog.String("fix_run", a.RunID))
 
 	var run *fix.Run
+	var reviewed *reviewedRun
 	var repo Repo
 	var doc []byte
 	var visibility string
@@ -178,10 +185,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		case run.Status != fix.StatusQueued:
 			return nil
 		}
-		return tx.QueryRow(ctx, `SELECT r.id::text, r.host, r.owner, r.name, r.visibility, coalesce(r.review_installation_id, 0),
-				p.document::text
+		return tx.QueryRow(ctx, `SELECT r.id::text, r.external_id, r.host, r.owner, r.name, r.visibility,
+				coalesce(r.review_installation_id, 0), p.document::text
 			FROM repositories r LEFT JOIN repository_policies p ON p.repository_id = r.id WHERE r.id = $1`, run.RepositoryID).
-			Scan(&repo.ID, &repo.Host, &repo.Owner, &repo.Name, &visibility, &repo.InstallationID, &doc)
+			Scan(&repo.ID, &repo.ExternalID, &repo.Host, &repo.Owner, &repo.Name, &visibility, &repo.InstallationID, &doc)
 	})
 	if errors.Is(err, fix.ErrNotFound) {
 		return nil // swept, or its repository deleted
@@ -198,7 +205,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return w.endAs(ctx, tenant, run.ID, fix.StatusIneligible, string(policy.ReasonNotSignedOff),
 			"review fixes await their threat-analysis sign-off (REVIEW_FIX_SIGNED_OFF is false)")
 	}
-	if run.Subject != fix.SubjectIssue {
+	if run.Subject != fix.SubjectIssue && run.Subject != fix.SubjectPullRequest {
 		return river.JobCancel(fmt.Errorf("fix run %s: a %s fix is not run by this job", run.ID, run.Subject))
 	}
 	// The run's last chance: a failure that would be retried ends it.
@@ -215,10 +222,22 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 
 	eff := policy.Resolve(doc, policy.RepoFacts{Private: visibility != "public"})
 	fp := eff.Policy.Features.Fix
+	if run.Subject == fix.SubjectPullRequest {
+		// A review fix's policy, review run and findings, before anything
+		// is asked of GitHub or a model.
+		rv, refused, err := w.reviewOf(ctx, tenant, run, repo, eff)
+		if err != nil {
+			return fmt.Errorf("fix run %s: %w", run.ID, err)
+		}
+		if refused != nil {
+			return w.endAs(ctx, tenant, run.ID, fix.StatusIneligible, refused.reason, refused.detail)
+		}
+		reviewed = rv
+	}
+
 	if m := eff.FixMode(); m != policy.FixApproval && m != policy.FixAuto {
 		return failNow(ReasonFixOff, errors.New("fix was turned off for the repository after the trigger"))
 	}
-
 	var model llm.Model
 	var budget *llm.Budget
 	if w.Deps.Models != nil {
@@ -237,36 +256,33 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 		return errors.New("fixjob: no secret scanner")
 	}
 
-	// Live: the issue is still open, the repository's default branch.
 	rd, err := w.Deps.GitHub.Reader(ctx, repo)
 	if err != nil {
 		return retryOrFail(ReasonGitHubError, err)
 	}
-	is, err := rd.Issue(ctx, run.Number)
+	var tg *target
+	var refused *refusal
+	if run.Subject == fix.SubjectPullRequest {
+		tg, refused, err = w.reviewTarget(ctx, rd, run, repo, reviewed)
+	} else {
+		tg, refused, err = w.issueTarget(ctx, rd, run, log)
+	}
 	switch {
-	case errors.Is(err, github.ErrNotFound):
-		return failNow(fix.ReasonIssueNotFound, errors.New("the issue is gone"))
 	case err != nil:
 		return retryOrFail(ReasonGitHubError, err)
-	case is.IsPullRequest:
-		return failNow(fix.ReasonNotAnIssue, errors.New("a pull request"))
-	case is.State != "open":
-		return failNow(fix.ReasonIssueNotOpen, errors.New("the issue was closed before the run started"))
-	}
-	ghRepo, err := rd.Repository(ctx)
-	if err != nil {
-		return retryOrFail(ReasonGitHubError, err)
-	}
-	issue, err := w.issuePrompt(ctx, rd, is, log)
-	if err != nil {
-		return retryOrFail(ReasonGitHubError, err)
+	case refused != nil:
+		return w.endAs(ctx, tenant, run.ID, refused.to, refused.reason, refused.detail)
 	}
 
-	gitRepo, tip, release, err := w.Deps.GitHub.FetchBase(ctx, a.TenantID, repo, ghRepo.DefaultBranch)
+	gitRepo, tip, release, err := w.Deps.GitHub.FetchBase(ctx, a.TenantID, repo, tg.branch)
 	if err != nil {
 		return retryOrFail(ReasonBaseUnavailable, err)
 	}
 	defer release()
+	if tg.want != "" && tip != tg.want {
+		// The head branch moved between the live read and the fetch (FX16).
+		return w.endAs(ctx, tenant, run.ID, fix.StatusIneligible, fix.ReasonHeadMoved, headMoved(tg.want, tip))
+	}
 	tree, err := gitRepo.Tree(ctx, tip)
 	if err != nil {
 		return retryOrFail(ReasonBaseUnavailable, err)
@@ -287,7 +303,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 			return patch.FromTree(t, blobs), nil
 		},
 		Paths: fixagent.PathPolicyOf(fp), Limits: fixagent.LimitsOf(fp.Limits), Scanner: w.Deps.Scanner,
-		HasTest: hasTest, HasLint: hasLint, Issue: issue, Log: log,
+		HasTest: hasTest, HasLint: hasLint, Issue: tg.issue, Review: tg.review, Log: log,
 		OnStep: func(s agent.Step) {
 			log.Debug("fix step", slog.Int("n", s.N), slog.String("tool", s.Tool), slog.String("outcome", s.Outcome))
 		},
@@ -317,9 +333,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[RunArgs]) error {
 	if err != nil {
 		return err
 	}
-	ended, err := fixrun.Execute(ctx, w.DB, fixrun.Run{Tenant: tenant, ID: run.ID, Base: fix.Base{SHA: tip, Ref: ghRepo.DefaultBranch},
+	ended, err := fixrun.Execute(ctx, w.DB, fixrun.Run{Tenant: tenant, ID: run.ID,
+		Base:         fix.Base{SHA: tip, Ref: tg.branch, HeadRepoExternalID: tg.headRepo},
 		PolicySHA256: verdicts,
-		Private:      ghRepo.Private || ghRepo.Visibility == "internal", Agent: cfg, Budget: budget, ApprovalTTL: w.Deps.ApprovalTTL, Now: now,
+		Private:      tg.private, Agent: cfg, Budget: budget, ApprovalTTL: w.Deps.ApprovalTTL, Now: now,
 		QueuePublish: func(ctx context.Context, tx pgx.Tx, outputID string) error {
 			_, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, publish.Job{Tenant: tenant, OutputID: outputID}, nil)
 			return err

@@ -11,6 +11,14 @@
 //	no patch (a limit, the budget, a   → failed with the reason
 //	refused patch, no change)
 //
+// A review fix (subject pull_request, spec §7b) ends the same way; its
+// base is the reviewed head (fix_runs.base_sha, base_ref the head branch,
+// head_repo_external_id), its delivery is the run's fix_runs.delivery,
+// and its output is a fix_pr (delivery stacked_pr) or a fix_commit
+// (delivery commit) binding the reviewed head as both base_sha and
+// head_sha. The payload is FixPRPayload either way, Issue holding the
+// pull request's number and BaseRef its head branch.
+//
 // The run's rows are written in short tenant transactions of their own:
 // nothing is held open while the model or the sandbox works. A run that
 // another event ended meanwhile (its issue closed) is found terminal at
@@ -151,6 +159,15 @@ func Execute(ctx context.Context, db *postgres.DB, r Run) (*fix.Run, error) {
 		}
 		out := publish.NewOutput{RepositoryID: run.RepositoryID, Kind: publish.KindFixPR, FixRunID: r.ID, Payload: payload,
 			Bound: publish.Bound{PatchSHA256: sum, BaseSHA: r.Base.SHA, PolicySHA256: r.PolicySHA256}}
+		if run.Subject == fix.SubjectPullRequest {
+			// A review fix: its base is the reviewed head, which the output
+			// also binds as the expected head (FX16); the delivery the run
+			// records picks the kind.
+			out.Bound.HeadSHA = r.Base.SHA
+			if run.Delivery == fix.DeliveryCommit {
+				out.Kind = publish.KindFixCommit
+			}
+		}
 		if run.Mode == fix.ModeAuto && r.Private {
 			out.Status = publish.OutputReady
 			run, err = fix.Transition(ctx, tx, r.ID, fix.StatusPublishing, fix.Why{})
