@@ -14,14 +14,18 @@ import (
 	"time"
 )
 
-// ToolGosec is gosec, driving the image's Go toolchain offline.
+// ToolGosec is gosec, driving the image's Go toolchain offline. The
+// driver runs gosec's analysis through quavon-gosec (./cmd/quavon-gosec,
+// gosec's library with one package load per module instead of the gosec
+// command's one per package); the image keeps the gosec command too, for
+// its version and for checking the two agree.
 const ToolGosec Tool = "gosec"
 
 var gosec = &Scanner{
 	Tool:       ToolGosec,
 	Extensions: []string{".go"},
 	InfoURI:    "https://github.com/securego/gosec",
-	Programs:   []string{"gosec", "go"},
+	Programs:   []string{"quavon-gosec", "go"},
 	// gosec type-checks whole packages: the slowest tool.
 	Slow:   true,
 	Invoke: invokeGosec,
@@ -37,15 +41,16 @@ func goEnv(w *Workspace) []string {
 		"GOPATH="+filepath.Join(w.Home, "go"), "GOTMPDIR="+filepath.Join(w.Home, "tmp"))
 }
 
-// invokeGosec runs gosec -tests once per Go module that holds a changed
-// file, on the changed files' packages, and merges the reports into one.
+// invokeGosec runs gosec -tests (quavon-gosec) once per Go module that
+// holds a changed file, on the changed files' packages, and merges the
+// reports into one.
 // Before it, `go list` says which files of those packages the Go command
 // builds here (linux, CGO_ENABLED=0): a changed file outside the build
 // (build constraints, a leading "_" or ".", cgo), one it cannot read, or
 // one in a package it cannot load is not scanned by gosec and is
 // reported, as is one whose path the snapshot's source tree cannot hold.
 func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
-	bin, err := w.LookPath("gosec")
+	bin, err := w.LookPath("quavon-gosec")
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +102,7 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 		inv.Cmds = append(inv.Cmds,
 			Command{Argv: append([]string{goBin, "list", "-e", "-json=" + goListFields, "--"}, mods[mod]...),
 				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}, Stdout: list},
-			Command{Argv: append([]string{bin, "-nosec", "-tests", "-fmt", "json", "-out", part}, mods[mod]...),
+			Command{Argv: append([]string{bin, "-tests", "-out", part}, mods[mod]...),
 				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}})
 	}
 	inv.Finish = func() ([]FileNote, error) {
