@@ -6,7 +6,8 @@
 //
 //	CGO_ENABLED=0 go build -trimpath ./cmd/quavon-gosec
 //
-// Usage, from the module root: quavon-gosec [-tests] -out FILE PKG...
+// Usage, from the module root: quavon-gosec [-tests] [-golist FILE
+// -golist-fields FIELDS] -out FILE PKG...
 // (PKG "." or "./dir"). Exit status as gosec's: 0 nothing found, 1 an
 // issue or an error in the report, 2 no report.
 package main
@@ -31,6 +32,8 @@ func run(args []string, stderr io.Writer) int {
 	tests := fs.Bool("tests", false, "include test files")
 	out := fs.String("out", "", "write the JSON report to this file")
 	version := fs.Bool("version", false, "print gosec's version")
+	goList := fs.String("golist", "", "also write `go list -e -json=FIELDS -- PKG...` to this file")
+	goListFields := fs.String("golist-fields", "Dir,GoFiles,Error", "the fields of -golist")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -39,10 +42,10 @@ func run(args []string, stderr io.Writer) int {
 		return 0
 	}
 	if *out == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: quavon-gosec [-tests] -out FILE PKG...")
+		fmt.Fprintln(stderr, "usage: quavon-gosec [-tests] [-golist FILE -golist-fields FIELDS] -out FILE PKG...")
 		return 2
 	}
-	found, err := report(*out, *tests, fs.Args(), stderr)
+	found, err := report(gosec.Options{Packages: fs.Args(), Tests: *tests, Log: stderr, GoList: *goList, GoListFields: *goListFields}, *out)
 	switch {
 	case err != nil:
 		fmt.Fprintln(stderr, "quavon-gosec:", err)
@@ -53,11 +56,11 @@ func run(args []string, stderr io.Writer) int {
 	return 0
 }
 
-func report(out string, tests bool, pkgs []string, stderr io.Writer) (bool, error) {
+func report(opt gosec.Options, out string) (bool, error) {
 	f, err := os.Create(out)
 	if err != nil {
 		return false, err
 	}
-	found, err := gosec.Run(gosec.Options{Packages: pkgs, Tests: tests, Log: stderr}, f)
+	found, err := gosec.Run(opt, f)
 	return found, errors.Join(err, f.Close())
 }

@@ -27,7 +27,7 @@ var gosec = &Scanner{
 	InfoURI:    "https://github.com/securego/gosec",
 	Programs:   []string{"quavon-gosec", "go"},
 	// gosec type-checks whole packages: the slowest tool.
-	Slow:   true,
+	Cost:   12,
 	Invoke: invokeGosec,
 	parse:  parseGosec,
 }
@@ -44,7 +44,7 @@ func goEnv(w *Workspace) []string {
 // invokeGosec runs gosec -tests (quavon-gosec) once per Go module that
 // holds a changed file, on the changed files' packages, and merges the
 // reports into one.
-// Before it, `go list` says which files of those packages the Go command
+// Beside it, `go list` says which files of those packages the Go command
 // builds here (linux, CGO_ENABLED=0): a changed file outside the build
 // (build constraints, a leading "_" or ".", cgo), one it cannot read, or
 // one in a package it cannot load is not scanned by gosec and is
@@ -54,8 +54,7 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 	if err != nil {
 		return nil, err
 	}
-	goBin, err := w.LookPath("go")
-	if err != nil {
+	if _, err := w.LookPath("go"); err != nil {
 		return nil, err
 	}
 	inv := &Invocation{Files: len(files)}
@@ -99,10 +98,9 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 		list := filepath.Join(w.Home, fmt.Sprintf("golist-%d.json", i))
 		parts, lists = append(parts, part), append(lists, list)
 		dir := filepath.Join(w.Src, filepath.FromSlash(mod))
+		// quavon-gosec runs the go list beside its own load.
 		inv.Cmds = append(inv.Cmds,
-			Command{Argv: append([]string{goBin, "list", "-e", "-json=" + goListFields, "--"}, mods[mod]...),
-				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}, Stdout: list},
-			Command{Argv: append([]string{bin, "-tests", "-out", part}, mods[mod]...),
+			Command{Argv: append([]string{bin, "-tests", "-golist", list, "-golist-fields", goListFields, "-out", part, "--"}, mods[mod]...),
 				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}})
 	}
 	inv.Finish = func() ([]FileNote, error) {

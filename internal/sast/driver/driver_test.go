@@ -212,7 +212,7 @@ func TestGitleaksSkipsAreNoted(t *testing.T) {
 	}
 }
 
-// gosec runs once per module, with -tests, after `go list`; the reports
+// gosec runs once per module, with -tests and `go list` beside it; the reports
 // are merged, and a changed file the Go command does not build is noted.
 func TestGosecPerModule(t *testing.T) {
 	f := newFixture(t, map[string]string{
@@ -225,8 +225,9 @@ case "$(pwd)" in
 */sub) echo '{"Dir":"`+src+`/sub/y","GoFiles":["b.go"]}';;
 *) echo '{"Dir":"`+src+`/x","GoFiles":["a.go"],"IgnoredGoFiles":["a_windows.go"]}';;
 esac`)
-	f.tool(t, "quavon-gosec", `pkgs=""; out=""; tests=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
-[ -n "$tests" ] || exit 3
+	f.tool(t, "quavon-gosec", `pkgs=""; out=""; tests=""; list=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -golist) shift; list="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
+[ -n "$tests" ] && [ -n "$list" ] || exit 3
+go list >"$list"
 echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs\"}],\"GosecVersion\":\"dev\"}" > "$out"; exit 1`)
 	got := f.run(t)
 	r := got[sast.ToolGosec]

@@ -21,6 +21,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -47,6 +48,11 @@ type Options struct {
 	Tests bool
 	// Log receives gosec's progress lines; nil discards them.
 	Log io.Writer
+	// GoList, when set, receives `go list -e -json=GoListFields --
+	// Packages` (the caller's notes on files outside the build), run
+	// beside the load rather than before it.
+	GoList       string
+	GoListFields string
 }
 
 // Version is the gosec module's version as gosec reports itself
@@ -99,6 +105,12 @@ func Run(opt Options, w io.Writer) (bool, error) {
 		}
 		patterns = append(patterns, p)
 	}
+	listed := make(chan error, 1)
+	if opt.GoList != "" {
+		go func() { listed <- goList(opt) }()
+	} else {
+		listed <- nil
+	}
 	var parseErrs = map[string][]gosecpkg.Error{}
 	if len(patterns) > 0 {
 		pkgs, err := packages.Load(&packages.Config{Mode: gosecpkg.LoadMode, Dir: opt.Dir, Tests: opt.Tests}, patterns...)
@@ -122,6 +134,9 @@ func Run(opt Options, w io.Writer) (bool, error) {
 			a.CheckRules(pkg)
 			a.CheckAnalyzers(pkg)
 		}
+	}
+	if err := <-listed; err != nil {
+		return false, err
 	}
 	issues, metrics, errs := a.Report()
 	for f, e := range parseErrs {
@@ -148,6 +163,26 @@ func Run(opt Options, w io.Writer) (bool, error) {
 		return false, fmt.Errorf("gosec report: %w", err)
 	}
 	return len(issues) > 0 || len(errs) > 0, nil
+}
+
+// goList writes the go command's view of the packages to opt.GoList; an
+// exit status of 1 (errors it reports in the packages) is not an error.
+func goList(opt Options) error {
+	f, err := os.Create(opt.GoList)
+	if err != nil {
+		return fmt.Errorf("go list: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=" + opt.GoListFields, "--"}, opt.Packages...)...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = opt.Dir, f, opt.Log
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 1 {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("go list: %w", err)
+	}
+	return f.Close()
 }
 
 // sortIssues orders issues as the gosec command does (-sort, its

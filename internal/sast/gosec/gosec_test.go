@@ -3,6 +3,7 @@ package gosec
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,9 +25,16 @@ func TestRun(t *testing.T) {
 	}
 	for _, tests := range []bool{false, true} {
 		var buf bytes.Buffer
-		found, err := Run(Options{Dir: dir, Packages: []string{"./a", "./b", "./ignored", "./broken", "./missing"}, Tests: tests}, &buf)
+		list := filepath.Join(t.TempDir(), "list.json")
+		found, err := Run(Options{Dir: dir, Packages: []string{"./a", "./b", "./ignored", "./broken", "./missing"}, Tests: tests,
+			GoList: list, GoListFields: "Dir,IgnoredGoFiles"}, &buf)
 		if err != nil {
 			t.Fatal(err)
+		}
+		// go list ran beside the load, with the fields asked for.
+		if data, err := os.ReadFile(list); err != nil || !bytes.Contains(data, []byte(`"IgnoredGoFiles": [`)) ||
+			!bytes.Contains(data, []byte(filepath.Join(dir, "b"))) || bytes.Contains(data, []byte(`"Name"`)) {
+			t.Errorf("go list output: %v %s", err, data)
 		}
 		var rep struct {
 			Errors map[string][]struct{ Error string } `json:"Golang errors"`
