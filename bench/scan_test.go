@@ -9,13 +9,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/quavon/quavon/internal/config"
+	sandboxpkg "github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/scan"
 	"github.com/quavon/quavon/internal/testenv"
@@ -65,7 +68,8 @@ func BenchmarkScan50Files(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer localRunc.Close()
-	scanWith := func(l *scanapp.Local) time.Duration {
+	noop := noopTree(b)
+	scanWith := func(l *scanapp.Local, bd *breakdown) time.Duration {
 		t0 := time.Now()
 		out, err := scan.Run(ctx, l.Client, plan, scan.Options{})
 		d := time.Since(t0)
@@ -75,22 +79,120 @@ func BenchmarkScan50Files(b *testing.B) {
 		if out.Incomplete() {
 			b.Fatalf("incomplete scan: %+v", out.Report.Tools)
 		}
+		sandbox := time.Duration(out.SandboxMillis) * time.Millisecond
+		run := time.Duration(out.RunMillis) * time.Millisecond
+		bd.add("total", d)
+		bd.add("host (snapshot, Valkey, normalise)", d-sandbox)
+		bd.add("runner (container, snapshot in, output out)", sandbox-run)
+		bd.add("driver", run)
+		bd.tools(out.Report.Tools)
+		// A job that runs nothing: the container's start and end alone.
+		t0 = time.Now()
+		res, err := l.Client.Run(ctx, valkeyq.JobSpec{TenantID: "local", Purpose: sandboxpkg.PurposeSAST,
+			ImageClass: scan.ImageClass, RunCommand: "true", Egress: sandboxpkg.Egress{Mode: sandboxpkg.EgressNone},
+			Limits: scan.DefaultJobLimits, TTL: 2 * time.Minute}, noop, "")
+		if err != nil || res.Status != sandboxpkg.StatusCompleted {
+			b.Fatalf("no-op job: %v %+v", err, res)
+		}
+		bd.add("  no-op job (container start/stop)", time.Since(t0))
 		return d
 	}
+	direct, sandboxed, runc := &breakdown{}, &breakdown{}, &breakdown{}
+	b.Logf("load average before: %s", loadavg())
 	b.ResetTimer()
-	var direct, sandboxed, runc time.Duration
 	for b.Loop() {
-		t0 := time.Now()
-		runDirect(b, rootfs, plan)
-		direct += time.Since(t0)
-		sandboxed += scanWith(local)
-		runc += scanWith(localRunc)
+		runDirect(b, rootfs, plan, direct)
+		scanWith(local, sandboxed)
+		scanWith(localRunc, runc)
 	}
+	b.StopTimer()
+	b.Logf("load average after: %s", loadavg())
+	// Printed, not logged: the test framework cuts a benchmark's log to
+	// a few lines without -v.
+	fmt.Printf("BenchmarkScan50Files: mean per scan (ms), %d iteration(s), load average %s:\n%s\n", b.N, loadavg(), formatBreakdown(b.N,
+		[]string{"runsc", "runc", "direct"}, []*breakdown{sandboxed, runc, direct}))
 	n := float64(b.N)
-	b.ReportMetric(float64(direct.Milliseconds())/n, "direct-ms/op")
-	b.ReportMetric(float64(sandboxed.Milliseconds())/n, "scan-ms/op")
-	b.ReportMetric(float64(sandboxed)/float64(direct), "scan/direct")
-	b.ReportMetric(float64(runc)/float64(direct), "runc-scan/direct")
+	b.ReportMetric(float64(direct.sum["total"].Milliseconds())/n, "direct-ms/op")
+	b.ReportMetric(float64(sandboxed.sum["total"].Milliseconds())/n, "scan-ms/op")
+	b.ReportMetric(float64(runc.sum["total"].Milliseconds())/n, "runc-ms/op")
+	b.ReportMetric(float64(sandboxed.sum["total"])/float64(direct.sum["total"]), "scan/direct")
+	b.ReportMetric(float64(runc.sum["total"])/float64(direct.sum["total"]), "runc-scan/direct")
+}
+
+// breakdown sums one mode's phases and tools over the iterations, keeping
+// the order in which each row first appeared.
+type breakdown struct {
+	rows []string
+	sum  map[string]time.Duration
+}
+
+func (bd *breakdown) add(row string, d time.Duration) {
+	if bd.sum == nil {
+		bd.sum = map[string]time.Duration{}
+	}
+	if _, ok := bd.sum[row]; !ok {
+		bd.rows = append(bd.rows, row)
+	}
+	bd.sum[row] += d
+}
+
+// tools adds each tool's time as the driver measured it (the tools run
+// two at a time, so they add up to more than the driver's time).
+func (bd *breakdown) tools(runs []sast.ToolRun) {
+	for _, t := range runs {
+		bd.add("  "+string(t.Tool), time.Duration(t.DurationMillis)*time.Millisecond)
+	}
+}
+
+// formatBreakdown prints the modes side by side, with each mode's total
+// over the last one's (direct).
+func formatBreakdown(n int, names []string, bds []*breakdown) string {
+	var rows []string
+	for _, bd := range bds {
+		for _, r := range bd.rows {
+			if !slices.Contains(rows, r) {
+				rows = append(rows, r)
+			}
+		}
+	}
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%-46s", "")
+	for _, name := range names {
+		fmt.Fprintf(&sb, "%10s", name)
+	}
+	sb.WriteString("\n")
+	for _, r := range rows {
+		fmt.Fprintf(&sb, "%-46s", r)
+		for _, bd := range bds {
+			if d, ok := bd.sum[r]; ok {
+				fmt.Fprintf(&sb, "%10d", d.Milliseconds()/int64(n))
+			} else {
+				fmt.Fprintf(&sb, "%10s", "-")
+			}
+		}
+		sb.WriteString("\n")
+	}
+	base := bds[len(bds)-1].sum["total"]
+	fmt.Fprintf(&sb, "%-46s", "total / "+names[len(names)-1])
+	for _, bd := range bds {
+		fmt.Fprintf(&sb, "%10.2f", float64(bd.sum["total"])/float64(base))
+	}
+	return sb.String()
+}
+
+func loadavg() string {
+	data, _ := os.ReadFile("/proc/loadavg")
+	return strings.TrimSpace(string(data))
+}
+
+// noopTree is the snapshot of the no-op job: one small file.
+func noopTree(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "x"), []byte("x\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return dir
 }
 
 // changeOf50Files is a repository whose branch adds 50 files: copies of the
@@ -144,8 +246,9 @@ func exportScanners(b *testing.B, lock string) string {
 
 // runDirect runs the driver chrooted into rootfs, as uid 65532, with the
 // plan's tree in /work, and checks every tool finished.
-func runDirect(b *testing.B, rootfs string, plan *scan.Plan) {
+func runDirect(b *testing.B, rootfs string, plan *scan.Plan, bd *breakdown) {
 	b.Helper()
+	t0 := time.Now()
 	work := filepath.Join(rootfs, "work")
 	out := filepath.Join(rootfs, "out")
 	for _, d := range []string{work, out} {
@@ -171,13 +274,16 @@ func runDirect(b *testing.B, rootfs string, plan *scan.Plan) {
 		}
 		defer syscall.Unmount(target, syscall.MNT_DETACH)
 	}
+	tree := time.Since(t0)
 	cmd := exec.Command("/opt/quavon/bin/quavon-scan")
 	cmd.Dir = "/work"
 	cmd.Env = []string{"PATH=/opt/quavon/tools/bin:/usr/local/go/bin:/usr/bin:/bin", "HOME=/work/.home"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+	t1 := time.Now()
 	if outText, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("driver: %v: %s", err, outText)
 	}
+	driver := time.Since(t1)
 	data, err := os.ReadFile(filepath.Join(out, sast.ManifestArtefact))
 	if err != nil {
 		b.Fatal(err)
@@ -191,4 +297,8 @@ func runDirect(b *testing.B, rootfs string, plan *scan.Plan) {
 			b.Fatalf("direct run: %s %s: %s %s", t.Tool, t.Status, t.Error, t.Stderr)
 		}
 	}
+	bd.add("total", time.Since(t0))
+	bd.add("host (snapshot, Valkey, normalise)", tree)
+	bd.add("driver", driver)
+	bd.tools(m.Tools)
 }

@@ -20,8 +20,10 @@ type Scanner struct {
 	Extensions []string
 	// InfoURI is SARIF's tool.driver.informationUri.
 	InfoURI string
-	// Slow tools are started first when the driver runs tools in parallel.
-	Slow bool
+	// Cost is the tool's rough share of a scan's time (BenchmarkScan50Files'
+	// per-tool breakdown): the driver starts the costliest first, so the
+	// tools running side by side end close together.
+	Cost int
 	// Programs are what the tool needs on the workspace's Path, and
 	// OptFiles what it needs in the image's Quavon directory.
 	Programs []string

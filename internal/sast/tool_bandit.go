@@ -14,6 +14,7 @@ var bandit = &Scanner{
 	Tool:       ToolBandit,
 	Extensions: []string{".py", ".pyi"},
 	InfoURI:    "https://bandit.readthedocs.io/",
+	Cost:       2, // Python
 	Programs:   []string{"bandit"},
 	Invoke:     invokeBandit,
 	Neutral:    true,

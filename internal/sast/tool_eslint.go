@@ -14,6 +14,7 @@ var eslint = &Scanner{
 	Tool:       ToolESLint,
 	Extensions: []string{".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx"},
 	InfoURI:    "https://eslint.org/",
+	Cost:       7, // node, ESLint and the TypeScript parser start
 	Programs:   []string{"eslint"},
 	Invoke:     invokeESLint,
 	Neutral:    true,

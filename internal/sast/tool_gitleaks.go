@@ -18,6 +18,7 @@ var gitleaks = &Scanner{
 	Tool:       ToolGitleaks,
 	Extensions: nil, // every file
 	InfoURI:    "https://github.com/gitleaks/gitleaks",
+	Cost:       1,
 	Programs:   []string{"gitleaks"},
 	Invoke:     invokeGitleaks,
 	Neutral:    true,

@@ -14,16 +14,20 @@ import (
 	"time"
 )
 
-// ToolGosec is gosec, driving the image's Go toolchain offline.
+// ToolGosec is gosec, driving the image's Go toolchain offline. The
+// driver runs gosec's analysis through quavon-gosec (./cmd/quavon-gosec,
+// gosec's library with one package load per module instead of the gosec
+// command's one per package); the image keeps the gosec command too, for
+// its version and for checking the two agree.
 const ToolGosec Tool = "gosec"
 
 var gosec = &Scanner{
 	Tool:       ToolGosec,
 	Extensions: []string{".go"},
 	InfoURI:    "https://github.com/securego/gosec",
-	Programs:   []string{"gosec", "go"},
+	Programs:   []string{"quavon-gosec", "go"},
 	// gosec type-checks whole packages: the slowest tool.
-	Slow:   true,
+	Cost:   12,
 	Invoke: invokeGosec,
 	parse:  parseGosec,
 }
@@ -37,20 +41,20 @@ func goEnv(w *Workspace) []string {
 		"GOPATH="+filepath.Join(w.Home, "go"), "GOTMPDIR="+filepath.Join(w.Home, "tmp"))
 }
 
-// invokeGosec runs gosec -tests once per Go module that holds a changed
-// file, on the changed files' packages, and merges the reports into one.
-// Before it, `go list` says which files of those packages the Go command
+// invokeGosec runs gosec -tests (quavon-gosec) once per Go module that
+// holds a changed file, on the changed files' packages, and merges the
+// reports into one.
+// Beside it, `go list` says which files of those packages the Go command
 // builds here (linux, CGO_ENABLED=0): a changed file outside the build
 // (build constraints, a leading "_" or ".", cgo), one it cannot read, or
 // one in a package it cannot load is not scanned by gosec and is
 // reported, as is one whose path the snapshot's source tree cannot hold.
 func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
-	bin, err := w.LookPath("gosec")
+	bin, err := w.LookPath("quavon-gosec")
 	if err != nil {
 		return nil, err
 	}
-	goBin, err := w.LookPath("go")
-	if err != nil {
+	if _, err := w.LookPath("go"); err != nil {
 		return nil, err
 	}
 	inv := &Invocation{Files: len(files)}
@@ -94,10 +98,9 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 		list := filepath.Join(w.Home, fmt.Sprintf("golist-%d.json", i))
 		parts, lists = append(parts, part), append(lists, list)
 		dir := filepath.Join(w.Src, filepath.FromSlash(mod))
+		// quavon-gosec runs the go list beside its own load.
 		inv.Cmds = append(inv.Cmds,
-			Command{Argv: append([]string{goBin, "list", "-e", "-json=" + goListFields, "--"}, mods[mod]...),
-				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}, Stdout: list},
-			Command{Argv: append([]string{bin, "-nosec", "-tests", "-fmt", "json", "-out", part}, mods[mod]...),
+			Command{Argv: append([]string{bin, "-tests", "-golist", list, "-golist-fields", goListFields, "-out", part, "--"}, mods[mod]...),
 				Dir: dir, Env: goEnv(w), OKExit: []int{0, 1}})
 	}
 	inv.Finish = func() ([]FileNote, error) {

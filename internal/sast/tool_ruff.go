@@ -14,6 +14,7 @@ var ruff = &Scanner{
 	Tool:       ToolRuff,
 	Extensions: []string{".py", ".pyi"},
 	InfoURI:    "https://docs.astral.sh/ruff/",
+	Cost:       3, // node and a 10 MB WebAssembly module
 	Programs:   []string{"node"},
 	OptFiles:   []string{"ruff/check.mjs"},
 	Invoke:     invokeRuff,

@@ -55,6 +55,10 @@ type Outcome struct {
 	ImageDigest string `json:"imageDigest"`
 	// SandboxMillis is the job's time in the runner.
 	SandboxMillis int64 `json:"sandboxMillis"`
+	// RunMillis is the driver's time inside the sandbox (the run step);
+	// SandboxMillis less RunMillis is container start, snapshot in and
+	// output out.
+	RunMillis int64 `json:"runMillis"`
 	// Artefacts holds the Options.ExtraArtefacts the job produced.
 	Artefacts map[string]string `json:"-"`
 	// input is what Report was normalised from, for Normalise.
@@ -124,6 +128,11 @@ func Run(ctx context.Context, client Sandbox, plan *Plan, opt Options) (*Outcome
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
 	out.ImageDigest, out.SandboxMillis = res.ImageDigest, res.DurationMillis
+	for _, st := range res.Steps {
+		if st.Name == "run" { // frame.StepRun
+			out.RunMillis = st.DurationMillis
+		}
+	}
 	for _, a := range opt.ExtraArtefacts {
 		if v, ok := res.Artefacts[a]; ok {
 			out.Artefacts[a] = v

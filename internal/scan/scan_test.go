@@ -405,7 +405,8 @@ func TestChangedLinesAndStableFingerprint(t *testing.T) {
 }
 
 // A scanner absent from the image is reported missing and one that crashes
-// failed: never as "no findings".
+// (quavon-gosec, the gosec the driver runs) failed: never as "no
+// findings".
 func TestMissingAndCrashingTools(t *testing.T) {
 	lock := testenv.ImagesLock(t)
 	lf, err := os.ReadFile(lock)
@@ -418,7 +419,7 @@ func TestMissingAndCrashingTools(t *testing.T) {
 	base := classes["scanners"].(map[string]any)["ref"].(string)
 	ctxDir := t.TempDir()
 	writeFiles(t, ctxDir, map[string]string{"Dockerfile": "FROM " + base + "\nUSER 0\n" +
-		"RUN rm /opt/quavon/tools/bin/gitleaks && printf '#!/bin/sh\\nkill -SEGV $$\\n' > /opt/quavon/tools/bin/gosec\n" +
+		"RUN rm /opt/quavon/tools/bin/gitleaks && printf '#!/bin/sh\\nkill -SEGV $$\\n' > /opt/quavon/tools/bin/quavon-gosec\n" +
 		"USER 65532:65532\n"})
 	build := exec.Command("docker", "build", "-q", "--network", "none", ctxDir)
 	build.Env = append(os.Environ(), "DOCKER_BUILDKIT=0")

@@ -23,7 +23,7 @@
 // dependencies, so they are the versions ESLint would use itself.
 import { createRequire } from "node:module";
 import path from "node:path";
-import tsParser from "@typescript-eslint/parser";
+import tsParser from "./ts-parser.js";
 
 const fromESLint = createRequire(createRequire(import.meta.url).resolve("eslint/package.json"));
 const espree = fromESLint("espree");

@@ -11,9 +11,10 @@
 // resolved from /opt/quavon/node_modules: eslint, eslint-plugin-security,
 // @typescript-eslint/parser and typescript. JavaScript files go through
 // ./parser.js, which accepts ES modules, sloppy-mode CommonJS scripts, JSX
-// and decorators (see there); TypeScript files through @typescript-eslint.
+// and decorators (see there); TypeScript files through @typescript-eslint
+// (./ts-parser.js: loaded on first use).
 import security from "eslint-plugin-security";
-import tsParser from "@typescript-eslint/parser";
+import tsParser from "./ts-parser.js";
 import javascriptParser from "./parser.js";
 
 // Core ESLint rules that catch code injection and similar risks.

@@ -126,22 +126,15 @@ func Run(ctx context.Context, cfg Config) error {
 			m.Tools = append(m.Tools, sast.ToolRun{Tool: t})
 		}
 	}
-	// Tools run Parallel at a time, the slow ones (gosec: it type-checks
-	// whole packages) first; the manifest keeps sast.Tools order.
+	// Tools run Parallel at a time, the costliest first (longest
+	// processing time first: the two lanes end close together); the
+	// manifest keeps sast.Tools order.
 	order := make([]int, len(m.Tools))
 	for i := range order {
 		order[i] = i
 	}
-	slow := func(i int) bool { return sast.ScannerOf(m.Tools[i].Tool).Slow }
-	slices.SortStableFunc(order, func(a, b int) int {
-		switch {
-		case slow(a) == slow(b):
-			return 0
-		case slow(a):
-			return -1
-		}
-		return 1
-	})
+	cost := func(i int) int { return sast.ScannerOf(m.Tools[i].Tool).Cost }
+	slices.SortStableFunc(order, func(a, b int) int { return cost(b) - cost(a) })
 	sem := make(chan struct{}, max(1, cfg.Parallel))
 	var wg sync.WaitGroup
 	for _, i := range order {

@@ -101,7 +101,7 @@ func TestStatuses(t *testing.T) {
 	})
 	f.tool(t, "bandit", writeOut+"; exit 1")           // findings: exit 1 is ok
 	f.tool(t, "gitleaks", "exit 7")                    // error exit
-	f.tool(t, "gosec", "/bin/sleep 30")                // hangs
+	f.tool(t, "quavon-gosec", "/bin/sleep 30")         // hangs
 	f.tool(t, "go", "exit 0")                          //
 	f.tool(t, "ast-grep", "echo; exit 0")              // report on stdout
 	f.tool(t, "eslint", "echo should not run; exit 9") // no JS file changed
@@ -212,7 +212,7 @@ func TestGitleaksSkipsAreNoted(t *testing.T) {
 	}
 }
 
-// gosec runs once per module, with -tests, after `go list`; the reports
+// gosec runs once per module, with -tests and `go list` beside it; the reports
 // are merged, and a changed file the Go command does not build is noted.
 func TestGosecPerModule(t *testing.T) {
 	f := newFixture(t, map[string]string{
@@ -225,8 +225,9 @@ case "$(pwd)" in
 */sub) echo '{"Dir":"`+src+`/sub/y","GoFiles":["b.go"]}';;
 *) echo '{"Dir":"`+src+`/x","GoFiles":["a.go"],"IgnoredGoFiles":["a_windows.go"]}';;
 esac`)
-	f.tool(t, "gosec", `pkgs=""; out=""; tests=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
-[ -n "$tests" ] || exit 3
+	f.tool(t, "quavon-gosec", `pkgs=""; out=""; tests=""; list=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -golist) shift; list="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
+[ -n "$tests" ] && [ -n "$list" ] || exit 3
+go list >"$list"
 echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs\"}],\"GosecVersion\":\"dev\"}" > "$out"; exit 1`)
 	got := f.run(t)
 	r := got[sast.ToolGosec]
