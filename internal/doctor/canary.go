@@ -126,6 +126,7 @@ func RunCanaryJob(ctx context.Context, sb Sandbox, hostPaths []string, timeout t
 	if s := int64(timeout / time.Second); s > 0 && s < limits.WallClockSeconds {
 		limits.WallClockSeconds = s
 	}
+	limits.SetupSeconds = min(limits.SetupSeconds, limits.WallClockSeconds)
 	spec := valkeyq.JobSpec{TenantID: "doctor", Purpose: sandbox.PurposeFixTest, ImageClass: "go", RunCommand: run,
 		Egress: sandbox.Egress{Mode: sandbox.EgressNone}, Env: map[sandbox.SandboxEnvKey]string{sandbox.EnvCI: "true", sandbox.EnvCGOEnabled: "0"},
 		Limits: limits}

@@ -3,12 +3,19 @@ package doctor_test
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	scanapp "github.com/quavon/quavon/internal/app/scan"
+	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/doctor"
 	"github.com/quavon/quavon/internal/eval"
 	"github.com/quavon/quavon/internal/sandbox"
+	"github.com/quavon/quavon/internal/testenv"
 )
 
 // TestInjection: the scripted model obeys the injected instructions in
@@ -139,5 +146,50 @@ func TestEvaluateCanary(t *testing.T) {
 				t.Errorf("%s: %+v", name, r)
 			}
 		}
+	}
+}
+
+// TestCanaryJob sends the probe through the signed-job path to a real
+// runner on gVisor (the in-process one quavon scan starts): it builds in
+// the go class and every attempt is blocked. The runner's environment
+// holds a canary too (in process, the runner is this process).
+func TestCanaryJob(t *testing.T) {
+	testenv.Program(t, "redis-server")
+	testenv.Docker(t)
+	cfg, err := config.LoadScan([]string{"QUAVON_ENV=test", "QUAVON_SANDBOX_IMAGES_LOCK=" + testenv.ImagesLock(t),
+		"QUAVON_SANDBOX_RUNSC_PLATFORM=" + testenv.RunscPlatform(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := scanapp.StartLocal(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.Close)
+	secret := filepath.Join(t.TempDir(), "signing.key")
+	if err := os.WriteFile(secret, []byte("worker secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	j := doctor.RunCanaryJob(ctx, l.Client, []string{secret}, 3*time.Minute)
+	if j.Err != nil || j.Result == nil || j.Result.Status != sandbox.StatusCompleted {
+		t.Fatalf("canary job: %v %+v", j.Err, j.Result)
+	}
+	if !strings.Contains(j.Result.Artefacts["stdout.log"], `"read `+secret+`":"blocked`) {
+		t.Errorf("the probe did not try the host file:\n%s", j.Result.Artefacts["stdout.log"])
+	}
+	for _, r := range doctor.EvaluateCanary(j) {
+		t.Logf("%s %s: %s", r.Status, r.Check, r.Detail)
+		if r.Status != doctor.Pass {
+			t.Errorf("%s: %s", r.Check, r.Detail)
+		}
+	}
+	// The same verdicts with one probe turned (what a leaking runner
+	// would print) fail: the check reads this output, not a constant.
+	out := j.Result.Artefacts["stdout.log"]
+	j.Result.Artefacts["stdout.log"] = strings.Replace(out, `"capabilities":"blocked`, `"capabilities":"OPEN: CapEff 1; was blocked`, 1)
+	if got := statuses(doctor.EvaluateCanary(j))[doctor.CheckCanaryEscape]; got.Status != doctor.Fail {
+		t.Errorf("a turned probe: %+v", got)
 	}
 }
