@@ -198,7 +198,9 @@ func tree(t *testing.T, files map[string]string) string {
 }
 
 // buildStatic builds ./testdata/<name> as a static binary, once per run.
-func buildStatic(name string) func() (string, error) { return buildStaticFrom(name, "./testdata/"+name) }
+func buildStatic(name string) func() (string, error) {
+	return buildStaticFrom(name, "./testdata/"+name)
+}
 
 // buildStaticFrom builds the package at pkg as a static binary called
 // name, once per run.
