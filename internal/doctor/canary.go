@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/eval"
 	"github.com/quavon/quavon/internal/fix/fixagent"
 	"github.com/quavon/quavon/internal/llm"
@@ -76,13 +77,40 @@ type CanaryJob struct {
 	Canaries []string
 }
 
-// Canary runs the sandbox canary job through sb and the injection check,
-// each attempt a check line that passes when the attempt failed. hostPaths
-// are files of this host the job must not read (the worker's key, password
-// and credential files; a canary file is added).
-func Canary(ctx context.Context, sb Sandbox, hostPaths []string, timeout time.Duration) []Result {
-	out := EvaluateCanary(RunCanaryJob(ctx, sb, hostPaths, timeout))
-	return append(out, Injection(ctx))
+// workerCanary is --canary with the worker's settings: its sandbox client
+// (valkeyq.Dial, as the worker opens it) and every QUAVON_*_FILE path of
+// its environment as host files the job must not read.
+func workerCanary(ctx context.Context, o Options, runs *config.RunParts) []Result {
+	timeout := o.CanaryTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Minute
+	}
+	var job CanaryJob
+	switch {
+	case runs == nil:
+		job.Err = errors.New("the worker's configuration did not load")
+	case runs.SandboxKeys.SigningKeyFile == "":
+		job.Err = errors.New("QUAVON_SANDBOX_SIGNING_KEY_FILE is not set: the worker sends no sandbox jobs")
+	default:
+		client, closeFn, err := valkeyq.Dial(ctx, *runs)
+		if err != nil {
+			job.Err = fmt.Errorf("opening the sandbox client: %w", err)
+			break
+		}
+		defer closeFn()
+		var paths []string
+		for _, kv := range o.Environ {
+			k, v, _ := strings.Cut(kv, "=")
+			if strings.HasPrefix(k, "QUAVON_") && strings.HasSuffix(k, "_FILE") && filepath.IsAbs(v) {
+				paths = append(paths, v)
+			}
+		}
+		sort.Strings(paths)
+		jctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		job = RunCanaryJob(jctx, client, paths, timeout)
+	}
+	return append(EvaluateCanary(job), Injection(ctx))
 }
 
 // RunCanaryJob puts a fresh canary in this process's environment
