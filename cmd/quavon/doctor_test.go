@@ -78,7 +78,9 @@ func TestDoctorCanaryCommand(t *testing.T) {
 	if !errors.As(err, &es) || es.code != 1 {
 		t.Fatalf("err = %v, want exit 1", err)
 	}
-	var got struct{ Checks []struct{ Check, Status, Detail string } }
+	var got struct {
+		Checks []struct{ Check, Status, Detail string }
+	}
 	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
 		t.Fatalf("%v: %s", err, out.String())
 	}

@@ -144,9 +144,9 @@ func Run(ctx context.Context, o Options) []Result {
 	var db *config.Database
 	var vk *config.Valkey
 	var broker *config.BrokerClient
-	var ghAPI string         // GitHub's API root, for the clock
-	var webhooks *config.API // quavon-api's webhook secrets
-	var model *config.LLM    // the worker's models
+	var ghAPI string          // GitHub's API root, for the clock
+	var webhooks *config.API  // quavon-api's webhook secrets
+	var model *config.LLM     // the worker's models
 	var runs *config.RunParts // the worker's sandbox client (--canary)
 	var err error
 	switch o.Service {
