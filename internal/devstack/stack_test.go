@@ -109,6 +109,9 @@ func TestDemoScenario(t *testing.T) {
 			if d.Service == "quavon migrate" && r.Check == "migrations" && r.Status != doctor.Pass {
 				t.Errorf("migrations as the operator: %+v", r)
 			}
+			if strings.HasPrefix(r.Check, "canary-") {
+				t.Logf("%s %s: %s", r.Status, r.Check, r.Detail)
+			}
 			if strings.HasPrefix(r.Check, "canary-") && r.Status == doctor.Pass {
 				canaries++
 			}
