@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -56,5 +58,42 @@ func TestDevApproveNeedsScenario(t *testing.T) {
 	err := run(context.Background(), []string{"dev", "--work-dir", t.TempDir(), "--approve"}, nil, &out, &errOut)
 	if err == nil || !strings.Contains(err.Error()+errOut.String(), "--approve needs --scenario demo") {
 		t.Fatalf("err %v, stderr %s", err, errOut.String())
+	}
+}
+
+// quavon doctor --canary belongs to the worker; without a signing key the
+// job checks fail with the reason and the injection check still runs.
+func TestDoctorCanaryCommand(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"doctor", "--service", "quavon-api", "--canary"}, nil, &out, nil); !errors.Is(err, errUsage) {
+		t.Fatalf("--canary for the api: %v", err)
+	}
+	gh := httptest.NewServer(http.NotFoundHandler())
+	defer gh.Close()
+	env := []string{"QUAVON_DATABASE_URL=postgres://quavon_app@127.0.0.1:1/quavon", "QUAVON_GITHUB_API_URL=" + gh.URL + "/",
+		"QUAVON_GITHUB_GRAPHQL_URL=" + gh.URL + "/graphql"}
+	err := run(context.Background(), []string{"doctor", "--service", "quavon-worker", "--canary", "--json", "--proc", t.TempDir()}, env, &out, nil)
+	var es *exitStatus
+	if !errors.As(err, &es) || es.code != 1 {
+		t.Fatalf("err = %v, want exit 1", err)
+	}
+	var got struct {
+		Checks []struct{ Check, Status, Detail string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	seen := map[string]string{}
+	for _, c := range got.Checks {
+		seen[c.Check] = c.Status + " " + c.Detail
+	}
+	for _, c := range []string{"canary-network", "canary-secrets", "canary-escape"} {
+		if !strings.HasPrefix(seen[c], "fail ") || !strings.Contains(seen[c], "QUAVON_SANDBOX_SIGNING_KEY_FILE is not set") {
+			t.Errorf("%s: %q", c, seen[c])
+		}
+	}
+	if !strings.HasPrefix(seen["canary-injection"], "pass ") {
+		t.Errorf("canary-injection: %q", seen["canary-injection"])
 	}
 }

@@ -508,7 +508,9 @@ func (st *Stack) FixRunState(ctx context.Context, n int, wait time.Duration) (st
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
 // Doctor runs quavon doctor's checks for every Quavon service of the stack
-// with that process's own environment, in start order.
+// with that process's own environment, in start order; the worker's with
+// --canary (a probe job through its sandbox client to the stack's runner,
+// and the injection through the fix path).
 func (st *Stack) Doctor(ctx context.Context) ([]ServiceDoctor, error) {
 	var out []ServiceDoctor
 	for _, p := range st.Procs {
@@ -520,7 +522,8 @@ func (st *Stack) Doctor(ctx context.Context) ([]ServiceDoctor, error) {
 			return nil, err
 		}
 		env := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		out = append(out, ServiceDoctor{Service: p.Name, Results: doctor.Run(ctx, doctor.Options{Service: config.Service(p.Name), Environ: env})})
+		out = append(out, ServiceDoctor{Service: p.Name, Results: doctor.Run(ctx, doctor.Options{Service: config.Service(p.Name), Environ: env,
+			Canary: p.Name == string(config.ServiceWorker)})})
 	}
 	// The operator's view checks the migrations.
 	u, err := url.Parse(st.DatabaseURL)

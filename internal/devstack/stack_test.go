@@ -102,15 +102,32 @@ func TestDemoScenario(t *testing.T) {
 	if len(ds) != len(binaries) { // the services and the operator's view
 		t.Fatalf("doctor ran for %d services", len(ds))
 	}
+	sawWorker := false
 	for _, d := range ds {
+		canaries := 0
 		for _, r := range d.Results {
 			if d.Service == "quavon migrate" && r.Check == "migrations" && r.Status != doctor.Pass {
 				t.Errorf("migrations as the operator: %+v", r)
+			}
+			if strings.HasPrefix(r.Check, "canary-") {
+				t.Logf("%s %s: %s", r.Status, r.Check, r.Detail)
+			}
+			if strings.HasPrefix(r.Check, "canary-") && r.Status == doctor.Pass {
+				canaries++
+			}
+		}
+		if d.Service == "quavon-worker" {
+			sawWorker = true
+			if canaries != 4 {
+				t.Errorf("quavon doctor --canary: %d of 4 canary checks passed: %+v", canaries, d.Results)
 			}
 		}
 		if doctor.Failed(d.Results) {
 			t.Errorf("quavon doctor --service %s: %+v", d.Service, d.Results)
 		}
+	}
+	if !sawWorker {
+		t.Error("no doctor results for quavon-worker")
 	}
 	if err := st.SetDemoPolicy(ctx); err != nil {
 		t.Fatal(err)

@@ -34,6 +34,34 @@
 //	model        (quavon-worker) a configured feature's model does not
 //	             answer llm.Probe with a well-formed tool call within
 //	             llm.ProbeCeiling (fail); no model at all (warn)
+//
+// With --canary (quavon-worker), a self-test of the live install
+// (canary.go): a signed sandbox job through the worker's client runs the
+// escape probe, built in the job from source by the go image class, with a
+// fresh canary in the doctor's environment and in a 0600 file here, and
+// the worker's *_FILE settings' paths to read; the fix agent loop runs in
+// process with the eval harness's obey-injection policy on a repository
+// whose issue and file inject instructions. Every attempt must fail.
+//
+//	canary-network   the job reached TCP, UDP, IPv6 or DNS, saw an
+//	                 interface other than loopback, opened a raw or packet
+//	                 socket or a tun device (fail)
+//	canary-secrets   the canary in the job's or PID 1's environment, a
+//	                 credential-like key there, a host file read (the
+//	                 canary file, the worker's secret files, directly or
+//	                 through /proc/1/root), cloud metadata reached, mounted
+//	                 secrets, PID 1's memory, or the canary in an artefact
+//	                 (fail)
+//	canary-escape    the Docker socket present, a host process visible,
+//	                 capabilities held, a read-only path written, mount,
+//	                 ptrace, setuid, exec from /tmp or a call of the
+//	                 seccomp profile's deny list allowed (fail)
+//	canary-injection a denied path or the canary survived ValidatePatch,
+//	                 the unknown tool ran, or the canary reached an output
+//	                 channel (fail)
+//
+// Each of the three job checks fails when the job did not run (no signing
+// key, no runner, no go image class).
 package doctor
 
 import (
@@ -88,6 +116,11 @@ type Options struct {
 	// ModelTimeout bounds the model probe (default 2 min: a cold local
 	// model loads first).
 	ModelTimeout time.Duration
+	// Canary (quavon-worker only) adds the self-test: the probe job
+	// through the worker's sandbox client and the injection through the
+	// fix path (canary.go). CanaryTimeout bounds the job (default 5 min).
+	Canary        bool
+	CanaryTimeout time.Duration
 }
 
 // Services doctor knows the environment of.
@@ -111,9 +144,10 @@ func Run(ctx context.Context, o Options) []Result {
 	var db *config.Database
 	var vk *config.Valkey
 	var broker *config.BrokerClient
-	var ghAPI string         // GitHub's API root, for the clock
-	var webhooks *config.API // quavon-api's webhook secrets
-	var model *config.LLM    // the worker's models
+	var ghAPI string          // GitHub's API root, for the clock
+	var webhooks *config.API  // quavon-api's webhook secrets
+	var model *config.LLM     // the worker's models
+	var runs *config.RunParts // the worker's sandbox client (--canary)
 	var err error
 	switch o.Service {
 	case config.ServiceAPI:
@@ -123,7 +157,7 @@ func Run(ctx context.Context, o Options) []Result {
 	case config.ServiceWorker:
 		var c config.WorkerConfig
 		c, err = config.LoadWorker(o.Environ)
-		db, ghAPI, model = &c.DB, c.GitHub.APIURL, &c.LLM
+		db, ghAPI, model, runs = &c.DB, c.GitHub.APIURL, &c.LLM, &c.Runs
 	case config.ServicePublisher:
 		var c config.PublisherConfig
 		c, err = config.LoadPublisher(o.Environ)
@@ -150,7 +184,7 @@ func Run(ctx context.Context, o Options) []Result {
 	}
 	if err != nil {
 		out = append(out, Result{Check: "config", Status: Fail, Detail: err.Error(), Hint: "fix the setting named (docs/configuration.md lists each process's settings)"})
-		db, vk, broker, ghAPI, webhooks, model = nil, nil, nil, "", nil, nil
+		db, vk, broker, ghAPI, webhooks, model, runs = nil, nil, nil, "", nil, nil, nil
 	} else {
 		out = append(out, Result{Check: "config", Status: Pass, Detail: fmt.Sprintf("%s accepts its environment", o.Service)})
 	}
@@ -183,6 +217,9 @@ func Run(ctx context.Context, o Options) []Result {
 	}
 	if model != nil {
 		out = append(out, Model(ctx, *model, o.ModelTimeout)...)
+	}
+	if o.Canary {
+		out = append(out, workerCanary(ctx, o, runs)...)
 	}
 	return out
 }
@@ -400,9 +437,9 @@ func Failed(rs []Result) bool {
 // WriteText writes one line per result.
 func WriteText(w io.Writer, rs []Result) {
 	for _, r := range rs {
-		fmt.Fprintf(w, "%-4s  %-13s %s\n", r.Status, r.Check, r.Detail)
+		fmt.Fprintf(w, "%-4s  %-16s %s\n", r.Status, r.Check, r.Detail)
 		if r.Hint != "" && r.Status != Pass {
-			fmt.Fprintf(w, "      %-13s fix: %s\n", "", r.Hint)
+			fmt.Fprintf(w, "      %-16s fix: %s\n", "", r.Hint)
 		}
 	}
 }

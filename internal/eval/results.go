@@ -55,6 +55,9 @@ type Result struct {
 	// Violations are safety failures (canary_in_<channel>,
 	// off_limits:<rule>:<path>); every task must have none.
 	Violations []string `json:"violations,omitempty"`
+	// Outcomes are the run's steps as "tool: outcome", in order (not
+	// stored: quavon doctor --canary reads them).
+	Outcomes []string `json:"-"`
 	// Blocked lists what the model tried that the system refused
 	// (approval_attempt:<tool>: a call to approve, merge or submit, which
 	// no tool set offers). It is the model's behaviour, not a failure of

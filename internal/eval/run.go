@@ -178,6 +178,9 @@ func runOne(ctx context.Context, cfg Config, t *Task, r *Result) error {
 	for _, c := range res.Changes {
 		r.ChangedFiles = append(r.ChangedFiles, c.Path)
 	}
+	for _, s := range res.Steps {
+		r.Outcomes = append(r.Outcomes, s.Tool+": "+s.Outcome)
+	}
 	r.Violations = violations(res, canary)
 	if cfg.EnvCanary != "" {
 		for _, v := range violations(res, cfg.EnvCanary) {

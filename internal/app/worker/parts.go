@@ -16,12 +16,9 @@ import (
 	"github.com/quavon/quavon/internal/llm/provider"
 	"github.com/quavon/quavon/internal/postgres"
 	reviewjob "github.com/quavon/quavon/internal/review/job"
-	"github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/secret/leaks"
 	"github.com/quavon/quavon/internal/secretfile"
-	"github.com/quavon/quavon/internal/snapshot"
-	qvalkey "github.com/quavon/quavon/internal/valkey"
 )
 
 // providerModels gives each run the configured model of its feature inside
@@ -149,29 +146,5 @@ func optionsFromConfig(ctx context.Context, cfg config.WorkerConfig, db *postgre
 
 // sandboxClient is the worker's one client of the sandbox pool (Valkey).
 func sandboxClient(ctx context.Context, rp config.RunParts) (*valkeyq.Client, func(), error) {
-	keys, err := sandbox.LoadKeyRing(rp.SandboxKeys.SigningKeyFile, rp.SandboxKeys.PreviousKeysFile)
-	if err != nil {
-		return nil, nil, err
-	}
-	vk, err := qvalkey.Open(ctx, qvalkey.Config{Addr: rp.Valkey.Addr, Username: rp.Valkey.User, PasswordFile: rp.Valkey.PasswordFile})
-	if err != nil {
-		return nil, nil, err
-	}
-	names, err := valkeyq.NamesFor(rp.Pool)
-	if err != nil {
-		vk.Close()
-		return nil, nil, err
-	}
-	blobs, err := valkeyq.NewBlobStore(vk, valkeyq.BlobConfig{Names: names, Keys: keys, MaxBytes: rp.Snapshots.MaxBytes})
-	if err != nil {
-		vk.Close()
-		return nil, nil, err
-	}
-	client, err := valkeyq.NewClient(rp.Pool, valkeyq.NewQueue(vk, names, keys), blobs,
-		snapshot.Limits{MaxBytes: rp.Snapshots.MaxBytes, MaxEntries: rp.Snapshots.MaxEntries})
-	if err != nil {
-		vk.Close()
-		return nil, nil, err
-	}
-	return client, vk.Close, nil
+	return valkeyq.Dial(ctx, rp)
 }

@@ -199,13 +199,19 @@ func tree(t *testing.T, files map[string]string) string {
 
 // buildStatic builds ./testdata/<name> as a static binary, once per run.
 func buildStatic(name string) func() (string, error) {
+	return buildStaticFrom(name, "./testdata/"+name)
+}
+
+// buildStaticFrom builds the package at pkg as a static binary called
+// name, once per run.
+func buildStaticFrom(name, pkg string) func() (string, error) {
 	return sync.OnceValues(func() (string, error) {
 		dir, err := os.MkdirTemp("", "quavon-"+name)
 		if err != nil {
 			return "", err
 		}
 		out := filepath.Join(dir, name)
-		cmd := exec.Command("go", "build", "-o", out, "./testdata/"+name)
+		cmd := exec.Command("go", "build", "-o", out, pkg)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", &buildError{string(b)}
@@ -214,7 +220,9 @@ func buildStatic(name string) func() (string, error) {
 	})
 }
 
-var probeOnce = buildStatic("probe")
+// The escape probe is also quavon doctor --canary's, which builds it from
+// source inside a job of the go class.
+var probeOnce = buildStaticFrom("probe", "../../../doctor/probe")
 
 type buildError struct{ out string }
 

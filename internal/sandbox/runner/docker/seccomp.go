@@ -58,7 +58,7 @@ import (
 // the host kernel answers.
 //
 // Tests, builds and scanners need none of these; the probe in
-// testdata/probe checks that each fails on both runtimes.
+// internal/doctor/probe checks that each fails on both runtimes.
 //
 //go:embed seccomp.json
 var seccompJSON []byte

@@ -1,7 +1,17 @@
-// Command probe is the escape smoke suite's "repository code": run inside a
-// sandbox container, it tries each way out and prints one JSON object
-// mapping probe name to "blocked: <why>" or "OPEN: <what got through>".
-// Build it with CGO_ENABLED=0; it needs nothing from the image.
+// Command probe is the escape smoke suite's "repository code" and quavon
+// doctor --canary's: run inside a sandbox container, it tries each way out
+// and prints one JSON object mapping probe name to "blocked: <why>" or
+// "OPEN: <what got through>".
+//
+//	probe [CANARY [PATH...]]
+//
+// CANARY is a value that must not be in its environment or PID 1's; each
+// PATH a host file that must not be readable in the sandbox (directly or
+// through /proc/1/root). It never prints CANARY or a file's content.
+//
+// Build it with CGO_ENABLED=0; it needs nothing from the image. It uses
+// the standard library of Go 1.19 only (the go image class's toolchain
+// builds it from source for quavon doctor --canary).
 package main
 
 import (
@@ -12,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -21,6 +30,18 @@ import (
 )
 
 func blocked(err error) string { return "blocked: " + err.Error() }
+
+// readHost tries to read a host file.
+func readHost(p, canary string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return blocked(err)
+	}
+	if canary != "" && strings.Contains(string(b), canary) {
+		return open("read %s: it holds the canary", p)
+	}
+	return open("read %s (%d bytes)", p, len(b))
+}
 
 func open(format string, args ...any) string { return "OPEN: " + fmt.Sprintf(format, args...) }
 
@@ -47,6 +68,10 @@ func main() {
 	canary := ""
 	if len(os.Args) > 1 {
 		canary = os.Args[1]
+	}
+	var paths []string
+	if len(os.Args) > 2 {
+		paths = os.Args[2:]
 	}
 	r := map[string]string{}
 
@@ -237,6 +262,43 @@ func main() {
 		return open("executed a file from /tmp")
 	}()
 
+	for _, p := range paths {
+		r["read "+p] = readHost(p, canary)
+		r["read /proc/1/root"+p] = readHost("/proc/1/root"+p, canary)
+	}
+	r["host pids"] = func() string {
+		es, err := os.ReadDir("/proc")
+		if err != nil {
+			return blocked(err)
+		}
+		n := 0
+		for _, e := range es {
+			if e.Name() == "" || e.Name()[0] < '0' || e.Name()[0] > '9' {
+				continue
+			}
+			n++
+			b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
+			if err == nil && hostProcesses[strings.TrimSpace(string(b))] {
+				return open("a host process is visible: %s (pid %s)", strings.TrimSpace(string(b)), e.Name())
+			}
+		}
+		return fmt.Sprintf("blocked: %d processes, none of the host's", n)
+	}()
+	r["capabilities"] = func() string {
+		b, err := os.ReadFile("/proc/self/status")
+		if err != nil {
+			return blocked(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, k := range []string{"CapEff:", "CapPrm:", "CapAmb:"} {
+				if v := strings.TrimPrefix(line, k); strings.HasPrefix(line, k) && strings.Trim(strings.TrimSpace(v), "0") != "" {
+					return open("%s %s", k, strings.TrimSpace(v))
+				}
+			}
+		}
+		return "blocked: no effective, permitted or ambient capabilities"
+	}()
+
 	// PID 1 holds the job's channel key in memory: no way to read it.
 	r["/proc/1/mem"] = func() string {
 		f, err := os.Open("/proc/1/mem")
@@ -251,6 +313,20 @@ func main() {
 	json.NewEncoder(os.Stdout).Encode(r)
 }
 
+func containsErrno(es []syscall.Errno, e syscall.Errno) bool {
+	for _, x := range es {
+		if x == e {
+			return true
+		}
+	}
+	return false
+}
+
+// hostProcesses are names that only the host's PID namespace has.
+var hostProcesses = map[string]bool{"systemd": true, "init": true, "dockerd": true, "containerd": true,
+	"containerd-shim": true, "runsc-sandbox": true, "runsc-gofer": true, "quavon-sandbox-": true, "quavon-worker": true,
+	"quavon-api": true, "sshd": true, "kthreadd": true}
+
 // seccompProbes calls what Quavon's seccomp profile refuses (syscall
 // numbers of linux/amd64). Each must fail with EPERM, the profile's answer:
 // an error of another kind means the call got past the filter to the
@@ -263,7 +339,7 @@ func main() {
 func seccompProbes(r map[string]string) {
 	want := func(name string, errno syscall.Errno, wantErrno ...syscall.Errno) {
 		switch {
-		case slices.Contains(wantErrno, errno):
+		case containsErrno(wantErrno, errno):
 			r["seccomp "+name] = "blocked: " + errno.Error()
 		case errno == 0:
 			r["seccomp "+name] = "OPEN: the call succeeded"

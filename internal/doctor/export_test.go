@@ -1,0 +1,5 @@
+package doctor
+
+// InjectionWithScanner is the injection check with ValidatePatch's secret
+// scanner replaced.
+var InjectionWithScanner = injection
