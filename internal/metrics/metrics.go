@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"slices"
@@ -102,6 +103,22 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("metrics: %w", err)
 	}
 	return nil
+}
+
+// Start serves in the background, apart from the service's own context,
+// until the returned stop is called: the metrics listener outlives the
+// jobs' shutdown grace, so callers defer stop to run last. stop shuts the
+// server down, waits for it, and logs an error as service's.
+func (s *Server) Start(log *slog.Logger, service string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			log.Warn(service+" metrics", slog.String("error", err.Error()))
+		}
+	}
 }
 
 // Close stops the server at once.

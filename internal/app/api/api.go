@@ -129,15 +129,7 @@ func (s *Service) MetricsAddr() string {
 // Run serves until ctx ends, then shuts down gracefully.
 func (s *Service) Run(ctx context.Context) error {
 	if s.metrics != nil {
-		mctx, cancel := context.WithCancel(ctx)
-		mdone := make(chan error, 1)
-		go func() { mdone <- s.metrics.Run(mctx) }()
-		defer func() {
-			cancel()
-			if err := <-mdone; err != nil {
-				s.log.Warn("quavon-api metrics", slog.String("error", err.Error()))
-			}
-		}()
+		defer s.metrics.Start(s.log, "quavon-api")()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(s.ln) }()

@@ -190,16 +190,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		s.metricsReady <- ms.Addr()
 		s.log.Info("quavon-publisher metrics listening", slog.String("addr", ms.Addr()))
-		// The metrics listener outlives the jobs' shutdown grace.
-		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		mdone := make(chan error, 1)
-		go func() { mdone <- ms.Run(mctx) }()
-		defer func() {
-			cancel()
-			if err := <-mdone; err != nil {
-				s.log.Warn("quavon-publisher metrics", slog.String("error", err.Error()))
-			}
-		}()
+		defer ms.Start(s.log, "quavon-publisher")()
 	}
 	events, unsubscribe := s.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
 		river.EventKindJobCancelled, river.EventKindJobSnoozed, river.EventKindJobInterrupted)

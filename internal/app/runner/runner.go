@@ -364,15 +364,7 @@ func (s *Service) MetricsAddr() string {
 // Run serves jobs (and /metrics, when on) until ctx ends.
 func (s *Service) Run(ctx context.Context) error {
 	if s.metrics != nil {
-		mctx, cancel := context.WithCancel(ctx)
-		mdone := make(chan error, 1)
-		go func() { mdone <- s.metrics.Run(mctx) }()
-		defer func() {
-			cancel()
-			if err := <-mdone; err != nil {
-				s.log.Warn("sandbox runner metrics", slog.String("error", err.Error()))
-			}
-		}()
+		defer s.metrics.Start(s.log, "sandbox runner")()
 	}
 	return s.built.Runner.Serve(ctx)
 }

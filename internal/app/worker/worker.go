@@ -246,16 +246,7 @@ func (s *Service) Run(ctx context.Context) error {
 		}
 		s.metrics.ready <- ms.Addr()
 		s.log.Info("quavon-worker metrics listening", slog.String("addr", ms.Addr()))
-		// The metrics listener outlives the jobs' shutdown grace.
-		mctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		mdone := make(chan error, 1)
-		go func() { mdone <- ms.Run(mctx) }()
-		defer func() {
-			cancel()
-			if err := <-mdone; err != nil {
-				s.log.Warn("quavon-worker metrics", slog.String("error", err.Error()))
-			}
-		}()
+		defer ms.Start(s.log, "quavon-worker")()
 	}
 	events, unsubscribe := s.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
 		river.EventKindJobCancelled, river.EventKindJobSnoozed, river.EventKindJobInterrupted)
