@@ -130,6 +130,25 @@ func TestComposeUp(t *testing.T) {
 	compose := func(args ...string) (string, error) {
 		return runErr(composeDir, env, "docker", append([]string{"compose", "-p", project, "-f", "compose.yaml"}, args...)...)
 	}
+	// A run killed before its clean-up leaves its project behind, holding
+	// the fixed subnets (broker, sandbox-egress) and the egress network's
+	// fixed name: take such leftovers down first (one bring-up test runs
+	// on a Docker Engine at a time).
+	stale, err := runErr("", nil, "docker", "network", "ls", "--filter", "label=com.docker.compose.project",
+		"--format", `{{.Label "com.docker.compose.project"}}`)
+	if err != nil {
+		t.Fatalf("docker network ls: %v\n%s", err, stale)
+	}
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(strings.Fields(stale)))) {
+		if !strings.HasPrefix(p, "quavontest") {
+			continue
+		}
+		t.Logf("taking down %s, left behind by an earlier run", p)
+		if out, err := runErr(composeDir, env, "docker", "compose", "-p", p, "-f", "compose.yaml", "down", "--volumes",
+			"--remove-orphans", "--timeout", "10"); err != nil {
+			t.Fatalf("docker compose -p %s down: %v\n%s", p, err, out)
+		}
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			out, _ := compose("logs", "--no-color", "--tail", "40")

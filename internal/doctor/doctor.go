@@ -72,16 +72,20 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/docker/docker/client"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/postgres"
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
 	"github.com/quavon/quavon/internal/sandbox/runner/firecracker"
 	"github.com/quavon/quavon/internal/valkey"
 )
@@ -190,11 +194,16 @@ func Run(ctx context.Context, o Options) []Result {
 	}
 	if o.Service == config.ServiceRunner {
 		out = append(out, Backend(core, env("QUAVON_SANDBOX_BACKEND"), env("QUAVON_SANDBOX_KVM_DEVICE")))
+		if b := config.Backend(env("QUAVON_SANDBOX_BACKEND")); b == config.BackendRunsc || b == config.BackendRuncInsecure {
+			cctx, cancel := context.WithTimeout(ctx, o.Timeout)
+			out = append(out, Runtime(cctx, b, env("QUAVON_SANDBOX_DOCKER_HOST"), env("QUAVON_SANDBOX_RUNSC_PLATFORM")))
+			cancel()
+		}
 	}
 	out = append(out, Placement(core, o.Proc), DockerSocket(core, o.Proc, env("QUAVON_SANDBOX_DOCKER_HOST")))
 	if db != nil {
 		cctx, cancel := context.WithTimeout(ctx, o.Timeout)
-		out = append(out, Database(cctx, *db)...)
+		out = append(out, Database(cctx, *db, o.Service)...)
 		cancel()
 	}
 	if broker != nil && broker.CredentialFile != "" {
@@ -261,6 +270,43 @@ func Backend(core config.Core, backend, kvm string) Result {
 	default:
 		r.Status, r.Detail, r.Hint = Fail, fmt.Sprintf("unknown backend %q", backend), fmt.Sprint("one of ", config.Backends())
 	}
+	return r
+}
+
+// Runtime shows the Docker backend's effective runtime (SB11): the
+// runner's own start-up check of the engine (docker.New: a runsc runtime
+// with the configured --platform and --oci-seccomp), and the version of
+// the runsc binary the engine runs, read with --version on this host.
+func Runtime(ctx context.Context, backend config.Backend, dockerHost, platform string) Result {
+	r := Result{Check: "runtime"}
+	cli, err := client.NewClientWithOpts(client.WithHost(dockerHost), client.WithAPIVersionNegotiation())
+	if err != nil {
+		r.Status, r.Detail, r.Hint = Fail, err.Error(), "QUAVON_SANDBOX_DOCKER_HOST names the Docker Engine the runner uses"
+		return r
+	}
+	defer cli.Close()
+	if _, err := docker.New(ctx, cli, docker.Mode(backend), platform); err != nil {
+		r.Status, r.Detail, r.Hint = Fail, err.Error(), "deploy/images/README.md and scripts/lib/runsc.sh show the engine's runsc runtime"
+		return r
+	}
+	if backend == config.BackendRuncInsecure {
+		r.Status, r.Detail = Pass, "runc (container isolation only)"
+		return r
+	}
+	info, err := cli.Info(ctx)
+	if err != nil {
+		r.Status, r.Detail = Fail, "docker info: "+err.Error()
+		return r
+	}
+	path := info.Runtimes["runsc"].Path
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
+	version, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if err != nil || !strings.HasPrefix(version, "runsc version ") {
+		r.Status, r.Detail = Warn, fmt.Sprintf("runsc (%s) on platform %s; its version is not readable on this host (%v)", path, platform, err)
+		r.Hint = "run quavon doctor on the runner's host to see the runsc version"
+		return r
+	}
+	r.Status, r.Detail = Pass, fmt.Sprintf("%s (%s), platform %s, --oci-seccomp", version, path, platform)
 	return r
 }
 
@@ -368,15 +414,18 @@ func DockerSocket(core config.Core, proc, dockerHost string) Result {
 	return r
 }
 
-// Database checks the connection as the configured role and that the
-// schema is exactly this binary's.
-func Database(ctx context.Context, cfg config.Database) []Result {
+// Database checks the connection as the configured role, tenancy (every
+// tenant table under forced row-level security with the tenant policy,
+// owned by quavon_owner; a service's role neither superuser, nor
+// BYPASSRLS, nor the owner of anything) and that the schema is exactly
+// this binary's.
+func Database(ctx context.Context, cfg config.Database, service config.Service) []Result {
 	db, err := postgres.OpenConfigured(ctx, cfg, 1)
 	if err != nil {
 		return []Result{{Check: "database", Status: Fail, Detail: err.Error(), Hint: "check QUAVON_DATABASE_URL, the password file and that PostgreSQL runs"}}
 	}
 	defer db.Close()
-	out := []Result{{Check: "database", Status: Pass, Detail: "connected"}}
+	out := []Result{{Check: "database", Status: Pass, Detail: "connected"}, Tenancy(ctx, db.Pool, service)}
 	ms, err := postgres.Migrations()
 	if err != nil {
 		return append(out, Result{Check: "migrations", Status: Fail, Detail: err.Error()})
@@ -398,6 +447,45 @@ func Database(ctx context.Context, cfg config.Database) []Result {
 		return append(out, Result{Check: "migrations", Status: Fail, Detail: fmt.Sprintf("schema at %d, newer than this binary's %d", have, len(ms)), Hint: "run the newer quavon"})
 	}
 	return append(out, Result{Check: "migrations", Status: Pass, Detail: fmt.Sprintf("schema at %d (current)", have)})
+}
+
+// Tenancy is the tenancy check of Database (spec: RLS forced everywhere,
+// the services' role owns nothing). The operator's role (quavon migrate)
+// may own and bypass: only the tables are checked for it.
+func Tenancy(ctx context.Context, db *pgxpool.Pool, service config.Service) Result {
+	problems, err := postgres.CheckTenancy(ctx, db)
+	if err != nil {
+		return Result{Check: "tenancy", Status: Fail, Detail: "reading the catalog: " + err.Error()}
+	}
+	if service != config.ServiceMigrate {
+		var role string
+		var super, bypass bool
+		var owned []string
+		if err := db.QueryRow(ctx, `SELECT current_user, rolsuper, rolbypassrls,
+				coalesce((SELECT array_agg(c.relname ORDER BY c.relname) FROM pg_class c
+					WHERE c.relowner = r.oid AND c.relnamespace = 'public'::regnamespace), '{}')
+			FROM pg_roles r WHERE r.rolname = current_user`).Scan(&role, &super, &bypass, &owned); err != nil {
+			return Result{Check: "tenancy", Status: Fail, Detail: "reading the role: " + err.Error()}
+		}
+		switch {
+		case super:
+			problems = append(problems, fmt.Sprintf("the role %s is a superuser", role))
+		case bypass:
+			problems = append(problems, fmt.Sprintf("the role %s has BYPASSRLS", role))
+		}
+		if len(owned) > 0 {
+			problems = append(problems, fmt.Sprintf("the role %s owns %s", role, strings.Join(owned[:min(len(owned), 5)], ", ")))
+		}
+	}
+	if len(problems) > 0 {
+		detail := strings.Join(problems[:min(len(problems), 5)], "; ")
+		if len(problems) > 5 {
+			detail += fmt.Sprintf("; and %d more", len(problems)-5)
+		}
+		return Result{Check: "tenancy", Status: Fail, Detail: detail,
+			Hint: "a service connects as a login role that is only a member of quavon_app (no superuser, no BYPASSRLS, owning nothing); a table changed by hand gets back ENABLE and FORCE ROW LEVEL SECURITY, its tenant policy and OWNER TO quavon_owner as internal/postgres/migrations/0001_control_plane.sql sets them"}
+	}
+	return Result{Check: "tenancy", Status: Pass, Detail: "every tenant table under forced row-level security, owned by quavon_owner"}
 }
 
 // Valkey checks that the ACL user logs in.

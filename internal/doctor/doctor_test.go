@@ -173,8 +173,41 @@ func TestDatabaseAndMigrations(t *testing.T) {
 	rs := doctor.Run(ctx, doctor.Options{Service: config.ServiceWorker, Environ: []string{"QUAVON_DATABASE_URL=" + u.String(),
 		"QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_GITHUB_API_URL=" + gh.URL + "/", "QUAVON_GITHUB_GRAPHQL_URL=" + gh.URL + "/graphql"},
 		Proc: t.TempDir()})
-	if find(rs, "database").Status != doctor.Pass || find(rs, "migrations").Status != doctor.Warn || doctor.Failed(rs) {
+	if find(rs, "database").Status != doctor.Pass || find(rs, "migrations").Status != doctor.Warn || find(rs, "tenancy").Status != doctor.Pass ||
+		doctor.Failed(rs) {
 		t.Fatalf("the worker's role: %+v", rs)
+	}
+	workerRun := func() []doctor.Result {
+		return doctor.Run(ctx, doctor.Options{Service: config.ServiceWorker, Environ: []string{"QUAVON_DATABASE_URL=" + u.String(),
+			"QUAVON_DATABASE_PASSWORD_FILE=" + pwFile, "QUAVON_GITHUB_API_URL=" + gh.URL + "/", "QUAVON_GITHUB_GRAPHQL_URL=" + gh.URL + "/graphql"},
+			Proc: t.TempDir()})
+	}
+	// The service's role owning a table, or able to bypass RLS: tenancy
+	// fails.
+	role := u.User.Username()
+	for _, c := range []struct{ break_, restore, want string }{
+		{"CREATE TABLE doctor_owned (x int); ALTER TABLE doctor_owned OWNER TO " + role, "DROP TABLE doctor_owned", "owns doctor_owned"},
+		{"ALTER ROLE " + role + " BYPASSRLS", "ALTER ROLE " + role + " NOBYPASSRLS", "BYPASSRLS"},
+	} {
+		if _, err := cp.Admin.Exec(ctx, c.break_); err != nil {
+			t.Fatal(err)
+		}
+		if r := find(workerRun(), "tenancy"); r.Status != doctor.Fail || !strings.Contains(r.Detail, c.want) {
+			t.Errorf("%s: %+v", c.break_, r)
+		}
+		if _, err := cp.Admin.Exec(ctx, c.restore); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A tenant table without forced RLS: tenancy fails for every service.
+	if _, err := cp.Admin.Exec(ctx, "ALTER TABLE repositories NO FORCE ROW LEVEL SECURITY"); err != nil {
+		t.Fatal(err)
+	}
+	if r := find(workerRun(), "tenancy"); r.Status != doctor.Fail || !strings.Contains(r.Detail, "repositories") {
+		t.Errorf("RLS not forced: %+v", r)
+	}
+	if _, err := cp.Admin.Exec(ctx, "ALTER TABLE repositories FORCE ROW LEVEL SECURITY"); err != nil {
+		t.Fatal(err)
 	}
 	// As the operator.
 	au, _ := url.Parse(cp.DB.AdminURL)
@@ -186,7 +219,8 @@ func TestDatabaseAndMigrations(t *testing.T) {
 		return doctor.Run(ctx, doctor.Options{Service: config.ServiceMigrate, Environ: env, Proc: t.TempDir()})
 	}
 	rs = run()
-	if find(rs, "database").Status != doctor.Pass || find(rs, "migrations").Status != doctor.Pass || doctor.Failed(rs) {
+	if find(rs, "database").Status != doctor.Pass || find(rs, "migrations").Status != doctor.Pass || find(rs, "tenancy").Status != doctor.Pass ||
+		doctor.Failed(rs) {
 		t.Fatalf("a migrated database: %+v", rs)
 	}
 	// A schema behind this binary.
@@ -248,5 +282,32 @@ func TestBroker(t *testing.T) {
 	tl.Close()
 	if r := doctor.Broker(config.BrokerClient{Addr: addr}, time.Second); r.Status != doctor.Fail {
 		t.Fatalf("tcp, nothing listening: %+v", r)
+	}
+}
+
+// TestRuntime: the runner's Docker runtime as the runner checks it at
+// start, with the runsc version; a platform other than the engine's, or no
+// engine, fails.
+func TestRuntime(t *testing.T) {
+	t.Parallel()
+	testenv.Docker(t)
+	platform := testenv.RunscPlatform(t)
+	ctx := context.Background()
+	const host = "unix:///var/run/docker.sock"
+	if r := doctor.Runtime(ctx, config.BackendRunsc, host, platform); r.Status != doctor.Pass || !strings.Contains(r.Detail, "runsc version ") {
+		t.Errorf("the engine's runsc: %+v", r)
+	}
+	other := "ptrace"
+	if platform == other {
+		other = "systrap"
+	}
+	if r := doctor.Runtime(ctx, config.BackendRunsc, host, other); r.Status != doctor.Fail || !strings.Contains(r.Detail, "--platform") {
+		t.Errorf("another platform: %+v", r)
+	}
+	if r := doctor.Runtime(ctx, config.BackendRunsc, "unix://"+filepath.Join(t.TempDir(), "none.sock"), platform); r.Status != doctor.Fail {
+		t.Errorf("no engine: %+v", r)
+	}
+	if r := doctor.Runtime(ctx, config.BackendRuncInsecure, host, platform); r.Status != doctor.Pass {
+		t.Errorf("runc: %+v", r)
 	}
 }
