@@ -26,7 +26,6 @@ package publisher
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -37,6 +36,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/quavon/quavon/internal/app/riverrun"
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/github"
 	"github.com/quavon/quavon/internal/metrics"
@@ -47,8 +47,6 @@ import (
 	"github.com/quavon/quavon/internal/secret/leaks"
 	"github.com/quavon/quavon/internal/secretfile"
 )
-
-const hardStopWait = 30 * time.Second
 
 // SweepInterval is how often the publisher asks again for review outputs
 // whose jobs gave up (publisher.Sweep).
@@ -166,21 +164,6 @@ func New(ctx context.Context, cfg config.PublisherConfig, log *slog.Logger, opt 
 // (nothing when QUAVON_PUBLISHER_METRICS_LISTEN is empty).
 func (s *Service) MetricsReady() <-chan string { return s.metricsReady }
 
-// observe turns River's job events into metrics until events closes.
-func (s *Service) observe(events <-chan *river.Event) {
-	outcomes := map[river.EventKind]string{
-		river.EventKindJobCompleted: metrics.JobCompleted, river.EventKindJobFailed: metrics.JobFailed,
-		river.EventKindJobCancelled: metrics.JobCancelled, river.EventKindJobSnoozed: metrics.JobSnoozed,
-		river.EventKindJobInterrupted: metrics.JobInterrupted,
-	}
-	for ev := range events {
-		if ev.Job == nil || ev.JobStats == nil {
-			continue
-		}
-		s.recorder.ObserveJob(ev.Job.Queue, ev.Job.Kind, outcomes[ev.Kind], ev.JobStats.QueueWaitDuration, ev.JobStats.RunDuration)
-	}
-}
-
 // Run works until ctx ends, then stops as the package doc says.
 func (s *Service) Run(ctx context.Context) error {
 	if s.metricsListen != "" {
@@ -192,27 +175,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.log.Info("quavon-publisher metrics listening", slog.String("addr", ms.Addr()))
 		defer ms.Start(s.log, "quavon-publisher")()
 	}
-	events, unsubscribe := s.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
-		river.EventKindJobCancelled, river.EventKindJobSnoozed, river.EventKindJobInterrupted)
-	observed := make(chan struct{})
-	go func() { s.observe(events); close(observed) }()
-	defer func() { unsubscribe(); <-observed }()
-	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	s.log.Info("quavon-publisher started", slog.String("queue", queues.Publish))
-	<-ctx.Done()
-	s.log.Info("quavon-publisher stopping", slog.Duration("grace", s.grace))
-	soft, cancel := context.WithTimeout(context.Background(), s.grace)
-	err := s.client.Stop(soft)
-	cancel()
-	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	s.log.Warn("quavon-publisher: jobs still running after the grace; cancelling them")
-	hard, cancel := context.WithTimeout(context.Background(), hardStopWait)
-	defer cancel()
-	return s.client.StopAndCancel(hard)
+	return riverrun.Run(ctx, s.client, s.recorder, s.grace, s.log, "quavon-publisher", slog.String("queue", queues.Publish))
 }
 
 // Close releases the database pool.

@@ -29,7 +29,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -40,6 +39,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/quavon/quavon/internal/app/riverrun"
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/fix"
 	"github.com/quavon/quavon/internal/fix/fixjob"
@@ -58,10 +58,6 @@ const (
 	RetentionInterval = time.Hour
 	ExpiryInterval    = time.Minute
 )
-
-// hardStopWait bounds the wait for cancelled jobs to return after the
-// grace ran out.
-const hardStopWait = 30 * time.Second
 
 // Service is quavon-worker.
 type Service struct {
@@ -220,21 +216,6 @@ func NewWith(ctx context.Context, cfg config.WorkerConfig, log *slog.Logger, opt
 // (nothing when QUAVON_WORKER_METRICS_LISTEN is empty).
 func (s *Service) MetricsReady() <-chan string { return s.metrics.ready }
 
-// observe turns River's job events into metrics until events closes.
-func (s *Service) observe(events <-chan *river.Event) {
-	outcomes := map[river.EventKind]string{
-		river.EventKindJobCompleted: metrics.JobCompleted, river.EventKindJobFailed: metrics.JobFailed,
-		river.EventKindJobCancelled: metrics.JobCancelled, river.EventKindJobSnoozed: metrics.JobSnoozed,
-		river.EventKindJobInterrupted: metrics.JobInterrupted,
-	}
-	for ev := range events {
-		if ev.Job == nil || ev.JobStats == nil {
-			continue
-		}
-		s.metrics.recorder.ObserveJob(ev.Job.Queue, ev.Job.Kind, outcomes[ev.Kind], ev.JobStats.QueueWaitDuration, ev.JobStats.RunDuration)
-	}
-}
-
 // Run works until ctx ends, then stops: running jobs get the grace to
 // finish, then their contexts are cancelled and River waits (bounded) for
 // them to return.
@@ -248,30 +229,7 @@ func (s *Service) Run(ctx context.Context) error {
 		s.log.Info("quavon-worker metrics listening", slog.String("addr", ms.Addr()))
 		defer ms.Start(s.log, "quavon-worker")()
 	}
-	events, unsubscribe := s.client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
-		river.EventKindJobCancelled, river.EventKindJobSnoozed, river.EventKindJobInterrupted)
-	observed := make(chan struct{})
-	go func() { s.observe(events); close(observed) }()
-	defer func() { unsubscribe(); <-observed }()
-	if err := s.client.Start(context.WithoutCancel(ctx)); err != nil {
-		return err
-	}
-	s.log.Info("quavon-worker started", slog.Any("queues", queues.All))
-	<-ctx.Done()
-	s.log.Info("quavon-worker stopping", slog.Duration("grace", s.grace))
-	soft, cancel := context.WithTimeout(context.Background(), s.grace)
-	err := s.client.Stop(soft)
-	cancel()
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	s.log.Warn("quavon-worker: jobs still running after the grace; cancelling them")
-	hard, cancel := context.WithTimeout(context.Background(), hardStopWait)
-	defer cancel()
-	return s.client.StopAndCancel(hard)
+	return riverrun.Run(ctx, s.client, s.metrics.recorder, s.grace, s.log, "quavon-worker", slog.Any("queues", queues.All))
 }
 
 // InsertTx inserts a job in tx as this worker's client does (it refuses
