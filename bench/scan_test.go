@@ -95,6 +95,15 @@ func BenchmarkScan50Files(b *testing.B) {
 			b.Fatalf("no-op job: %v %+v", err, res)
 		}
 		bd.add("  no-op job (container start/stop)", time.Since(t0))
+		// What one process start costs in there: gVisor's tax on every
+		// program a tool runs.
+		res, err = l.Client.Run(ctx, valkeyq.JobSpec{TenantID: "local", Purpose: sandboxpkg.PurposeSAST,
+			ImageClass: scan.ImageClass, RunCommand: processStarts, Egress: sandboxpkg.Egress{Mode: sandboxpkg.EgressNone},
+			Limits: scan.DefaultJobLimits, TTL: 2 * time.Minute}, noop, "")
+		if err != nil || res.Status != sandboxpkg.StatusCompleted || res.ExitCode != 0 || len(res.Steps) == 0 {
+			b.Fatalf("process-start job: %v %+v", err, res)
+		}
+		bd.add(processStartsRow, time.Duration(res.Steps[len(res.Steps)-1].DurationMillis)*time.Millisecond)
 		return d
 	}
 	direct, sandboxed, runc := &breakdown{}, &breakdown{}, &breakdown{}
@@ -118,6 +127,12 @@ func BenchmarkScan50Files(b *testing.B) {
 	b.ReportMetric(float64(sandboxed.sum["total"])/float64(direct.sum["total"]), "scan/direct")
 	b.ReportMetric(float64(runc.sum["total"])/float64(direct.sum["total"]), "runc-scan/direct")
 }
+
+// processStarts starts /bin/true 20 times; processStartsRow is its time.
+const (
+	processStarts    = "i=0; while [ $i -lt 20 ]; do /bin/true; i=$((i+1)); done"
+	processStartsRow = "20 process starts (/bin/true, in the run step)"
+)
 
 // breakdown sums one mode's phases and tools over the iterations, keeping
 // the order in which each row first appeared.
@@ -301,4 +316,11 @@ func runDirect(b *testing.B, rootfs string, plan *scan.Plan, bd *breakdown) {
 	bd.add("host (snapshot, Valkey, normalise)", tree)
 	bd.add("driver", driver)
 	bd.tools(m.Tools)
+	cmd = exec.Command("/bin/sh", "-c", processStarts)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+	t2 := time.Now()
+	if outText, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("process starts: %v: %s", err, outText)
+	}
+	bd.add(processStartsRow, time.Since(t2))
 }

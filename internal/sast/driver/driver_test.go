@@ -105,7 +105,7 @@ func TestStatuses(t *testing.T) {
 	f.tool(t, "go", "exit 0")                          //
 	f.tool(t, "ast-grep", "echo; exit 0")              // report on stdout
 	f.tool(t, "eslint", "echo should not run; exit 9") // no JS file changed
-	// no node: ruff is missing
+	f.tool(t, "node", "echo should not run; exit 9")   // ESLint's; no ruff/check.mjs: ruff is missing
 	got := f.run(t)
 	want := map[sast.Tool]sast.Status{
 		sast.ToolBandit: sast.StatusOK, sast.ToolGitleaks: sast.StatusFailed, sast.ToolGosec: sast.StatusTimedOut,
@@ -174,6 +174,10 @@ func TestCopies(t *testing.T) {
 	}, []string{"cmd/a.go", ".gitleaksignore", "deps/package-lock.json", "conf/x.yml"},
 		sast.Request{Tools: []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks}})
 	f.tool(t, "ast-grep", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/ast-grep-files.txt"; /bin/cp 0/f.go "$HOME/ast-grep-a.go"; echo`)
+	// The pack's Go rules: the scan's configuration names only them.
+	if err := os.MkdirAll(filepath.Join(f.cfg.Opt, "ast-grep", "rules", "go"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	f.tool(t, "gitleaks", `/usr/bin/find . -type f | /usr/bin/sort > "$HOME/gitleaks-files.txt"; `+writeOut)
 	got := f.run(t)
 	for _, tool := range []sast.Tool{sast.ToolASTGrep, sast.ToolGitleaks} {
