@@ -21,7 +21,7 @@ var astGrep = &Scanner{
 	Extensions: []string{".go", ".py", ".pyi", ".js", ".mjs", ".cjs", ".jsx", ".ts", ".mts", ".cts", ".tsx",
 		".java", ".rb"},
 	InfoURI:  "https://ast-grep.github.io/",
-	Cost:     6, // every rule of the pack over every file
+	Cost:     6, // compiling the rules of the files' languages, then every file
 	Programs: []string{"ast-grep"},
 	Invoke:   invokeASTGrep,
 	Neutral:  true,
