@@ -108,7 +108,7 @@ func runDevUp(ctx context.Context, o *devUpOptions) error {
 			log("stopping: %v", err)
 		}
 	}()
-	fmt.Fprintf(o.env.stdout, "dashboard:       %s (sign in with GitHub: the emulator signs you in as %s)\n", st.DashboardURL, devstack.DemoAdmin)
+	fmt.Fprintf(o.env.stdout, "dashboard:       %s (sign in with GitHub: the emulator signs you in as %s, the instance admin: %s/admin/grants)\n", st.DashboardURL, devstack.DemoAdmin, strings.TrimSuffix(st.DashboardURL, "/"))
 	fmt.Fprintf(o.env.stdout, "GitHub emulator: %s (REST; GraphQL at /graphql), repository %s\n", st.GitHub.URL, st.GitHub.Repo)
 	fmt.Fprintf(o.env.stdout, "logs:            %s\n", filepath.Join(work, "logs"))
 	if o.NoSandbox {

@@ -25,6 +25,9 @@ type Approval struct {
 	PatchSHA256 string
 	BaseSHA     string
 	Status      string // the fix run's status after the decision
+	// Grants is the HTTP status of the grants page (/admin/grants) for
+	// DemoAdmin, the stack's instance admin.
+	Grants int
 }
 
 // ApproveFix approves the patch of the newest fix run of issue n of the
@@ -67,6 +70,9 @@ func (st *Stack) ApproveFix(ctx context.Context, n int) (Approval, error) {
 	}
 	if res.StatusCode != http.StatusOK || res.Request.URL.Path != page {
 		return a, fmt.Errorf("approve: sign-in as %s ended at %s with %d: %s", DemoAdmin, res.Request.URL.Path, res.StatusCode, pageMessage(body))
+	}
+	if _, gres, err := fetch(ctx, c, http.MethodGet, base.JoinPath("admin", "grants").String(), nil, ""); err == nil {
+		a.Grants = gres.StatusCode
 	}
 	form, problems, err := decisionForm(body)
 	if err != nil {

@@ -180,6 +180,10 @@ func Start(ctx context.Context, opt Options) (st *Stack, err error) {
 		"QUAVON_GITHUB_REVIEW_CLIENT_ID=" + gh.Review.ClientID,
 		"QUAVON_GITHUB_REVIEW_CLIENT_SECRET_FILE=" + SecretFile(st.GitHubDir, "review", "client-secret"),
 		"QUAVON_WEB_INSECURE_COOKIES=true",
+		// The demo's maintainer is the instance admin too: the grants page
+		// (/admin/grants) is part of what the demo shows. The dashboard
+		// names identities of the emulator github.com (web.DefaultHost).
+		"QUAVON_WEB_ADMINS=github.com/" + strconv.FormatInt(gh.AdminID, 10) + ":" + DemoAdmin,
 	}), func() bool { return httpOK(apiBase + "/healthz") }); err != nil {
 		return st, err
 	}

@@ -3,6 +3,7 @@ package devstack_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -192,6 +193,9 @@ func TestDemoScenario(t *testing.T) {
 	a, err := st.ApproveFix(ctx, n)
 	if err != nil {
 		t.Fatalf("%v\napi:\n%s", err, devstack.Tail(filepath.Join(work, "logs", "quavon-api.log"), 20))
+	}
+	if a.Grants != http.StatusOK {
+		t.Errorf("the grants page answered the demo's maintainer (the instance admin) %d", a.Grants)
 	}
 	pr, err := st.WaitFixPR(ctx, n, a.FixRunID, 60*time.Second)
 	if err != nil {
