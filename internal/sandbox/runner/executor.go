@@ -91,9 +91,27 @@ func (e *Executor) fetch(ctx context.Context, ref sandbox.SnapshotRef, tenant st
 	return data, err
 }
 
+// discard deletes the chunks of the job's snapshots that fetch has not
+// (deleting what is gone already is nothing).
+func (e *Executor) discard(ctx context.Context, job *sandbox.SandboxJob) {
+	refs := []sandbox.SnapshotRef{job.Base}
+	if job.Overlay != nil {
+		refs = append(refs, *job.Overlay)
+	}
+	for _, ref := range refs {
+		if err := e.blobs.Delete(context.WithoutCancel(ctx), ref); err != nil {
+			e.log.Warn("sandbox snapshot not deleted", slog.String("blob_id", ref.BlobID), slog.String("error", err.Error()))
+		}
+	}
+}
+
 // Run executes job. Errors are reserved for the runner's own failures; a
 // job that cannot run for a reason of its own gets a failed result.
 func (e *Executor) Run(ctx context.Context, job *sandbox.SandboxJob) (*sandbox.SandboxResult, error) {
+	// A snapshot is used once, and also when the job is refused before it
+	// is fetched (an unknown image class, egress refused, the base not
+	// verifying): its chunks go now, not at their TTL.
+	defer e.discard(ctx, job)
 	ref, err := e.images.Resolve(job.ImageClass)
 	if err != nil {
 		return failed(sandbox.UnknownImageClass(job.ImageClass), ""), nil

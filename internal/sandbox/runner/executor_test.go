@@ -52,8 +52,9 @@ func (f *fakeBackend) Isolate(context.Context, string) error { return nil }
 func (f *fakeBackend) CheckEgress(context.Context, string, netip.AddrPort, bool) error { return nil }
 
 // TestExecutorUsesSnapshotsOnce: the runner deletes a job's snapshot chunks
-// as soon as it has fetched them, before the container starts, and clamps
-// the job's limits to its ceiling.
+// as soon as it has fetched them, before the container starts, and those
+// of a job it refuses before fetching them, and clamps the job's limits to
+// its ceiling.
 func TestExecutorUsesSnapshotsOnce(t *testing.T) {
 	t.Parallel()
 	admin := testenv.Valkey(t, testenv.UserControlPlane)
@@ -113,5 +114,18 @@ func TestExecutorUsesSnapshotsOnce(t *testing.T) {
 	res, err = ex.Run(context.Background(), job)
 	if err != nil || res.Status != sandbox.StatusFailed {
 		t.Fatalf("second Run = %+v, %v", res, err)
+	}
+	// A job refused before its snapshot is fetched (an image class the
+	// lockfile lacks) still leaves no chunk behind.
+	if job.Base, err = blobs.Store(context.Background(), "tenant-a", emptySnapshot(t)); err != nil {
+		t.Fatal(err)
+	}
+	job.ID, job.ImageClass, fb.left = "job-exec-refused", "nope", -1
+	res, err = ex.Run(context.Background(), job)
+	if err != nil || res.Status != sandbox.StatusFailed || fb.left != -1 {
+		t.Fatalf("Run of an unknown image class = %+v, %v (container started: %t)", res, err, fb.left != -1)
+	}
+	if n := countChunks(); n != 0 {
+		t.Fatalf("%d snapshot chunks left in Valkey after the job was refused", n)
 	}
 }
