@@ -7,7 +7,7 @@
 //	CGO_ENABLED=0 go build -trimpath ./cmd/quavon-gosec
 //
 // Usage, from the module root: quavon-gosec [-tests] [-golist FILE
-// -golist-fields FIELDS] -out FILE PKG...
+// -golist-fields FIELDS] [-std-export FILE] -out FILE PKG...
 // (PKG "." or "./dir"). Exit status as gosec's: 0 nothing found, 1 an
 // issue or an error in the report, 2 no report.
 package main
@@ -23,6 +23,13 @@ import (
 )
 
 func main() {
+	if gosec.IsDriver() { // go/packages' driver of this program's own load
+		if err := gosec.ServeDriver(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "quavon-gosec (driver):", err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(run(os.Args[1:], os.Stderr))
 }
 
@@ -34,6 +41,7 @@ func run(args []string, stderr io.Writer) int {
 	version := fs.Bool("version", false, "print gosec's version")
 	goList := fs.String("golist", "", "also write `go list -e -json=FIELDS -- PKG...` to this file")
 	goListFields := fs.String("golist-fields", "Dir,GoFiles,Error", "the fields of -golist")
+	stdExport := fs.String("std-export", "", "the map of the standard library's export data (`IMPORTPATH FILE` lines): compile none of PKG")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -42,10 +50,11 @@ func run(args []string, stderr io.Writer) int {
 		return 0
 	}
 	if *out == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: quavon-gosec [-tests] [-golist FILE -golist-fields FIELDS] -out FILE PKG...")
+		fmt.Fprintln(stderr, "usage: quavon-gosec [-tests] [-golist FILE -golist-fields FIELDS] [-std-export FILE] -out FILE PKG...")
 		return 2
 	}
-	found, err := report(gosec.Options{Packages: fs.Args(), Tests: *tests, Log: stderr, GoList: *goList, GoListFields: *goListFields}, *out)
+	found, err := report(gosec.Options{Packages: fs.Args(), Tests: *tests, Log: stderr, GoList: *goList, GoListFields: *goListFields,
+		StdExport: *stdExport}, *out)
 	switch {
 	case err != nil:
 		fmt.Fprintln(stderr, "quavon-gosec:", err)

@@ -12,6 +12,8 @@
 // for this build is skipped silently, any other error is recorded
 // against the path), then loaded by its path ("./p", not its files),
 // which gives the same files, the same test variants and the same types.
+// With Options.StdExport the load compiles none of the packages (see
+// driver.go).
 package gosec
 
 import (
@@ -53,6 +55,10 @@ type Options struct {
 	// beside the load rather than before it.
 	GoList       string
 	GoListFields string
+	// StdExport, when set, is the map of the standard library's prebuilt
+	// export data (the scanners image's /opt/quavon/gocache-std.txt): the
+	// load then compiles none of Packages (see driver.go).
+	StdExport string
 }
 
 // Version is the gosec module's version as gosec reports itself
@@ -113,7 +119,11 @@ func Run(opt Options, w io.Writer) (bool, error) {
 	}
 	var parseErrs = map[string][]gosecpkg.Error{}
 	if len(patterns) > 0 {
-		pkgs, err := packages.Load(&packages.Config{Mode: gosecpkg.LoadMode, Dir: opt.Dir, Tests: opt.Tests}, patterns...)
+		cfg := &packages.Config{Mode: gosecpkg.LoadMode, Dir: opt.Dir, Tests: opt.Tests}
+		if err := driverConfig(cfg, opt.StdExport); err != nil {
+			return false, err
+		}
+		pkgs, err := packages.Load(cfg, patterns...)
 		if err != nil {
 			for _, p := range patterns {
 				a.AppendError(p, fmt.Errorf("loading files from package %q: %w", p, err))

@@ -57,7 +57,8 @@ func TestRun(t *testing.T) {
 		slices.Sort(got)
 		want := []string{"G204 a/a.go", "G401 a/a.go", "G404 b/b.go", "G501 a/a.go"}
 		if tests {
-			want = []string{"G204 a/a.go", "G401 a/a.go", "G401 a/a_test.go", "G404 b/b.go", "G501 a/a.go", "G505 a/a_test.go"}
+			want = []string{"G204 a/a.go", "G401 a/a.go", "G401 a/a_test.go", "G401 a/ax_test.go", "G404 b/b.go", "G501 a/a.go",
+				"G501 a/ax_test.go", "G505 a/a_test.go"}
 		}
 		if !found || !slices.Equal(got, want) {
 			t.Errorf("tests=%v: found %v, issues %v, want %v", tests, found, got, want)

@@ -1,6 +1,10 @@
 package b
 
-import "math/rand"
+import (
+	"math/rand"
+
+	"example.com/mod/c"
+)
 
 // N is not random enough.
-func N() int { return rand.Int() }
+func N() int { return rand.Int() + c.Seed }
