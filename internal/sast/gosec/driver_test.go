@@ -40,14 +40,7 @@ type report struct {
 // Go files for this build. The go command's compile error of the broken
 // package (under "") is the one thing missing: nothing compiled it.
 func TestDriverMatchesGoList(t *testing.T) {
-	t.Setenv("GOFLAGS", "-mod=mod")
-	t.Setenv("GOPROXY", "off")
-	t.Setenv("GOWORK", "off")
-	t.Setenv("CGO_ENABLED", "0")
-	dir, err := filepath.Abs("testdata/mod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := fixtureModule(t)
 	// The map the image build writes, for what the module imports; one
 	// entry left out, so that the driver lists that one itself.
 	cmd := exec.Command("go", "list", "-e", "-export", "-deps", "-test", "-f", "{{if .Standard}}{{.ImportPath}} {{.Export}}{{end}}", "./...")

@@ -15,14 +15,7 @@ import (
 // files for this build is skipped silently and a package that does not
 // type-check is reported in "Golang errors" with its findings kept.
 func TestRun(t *testing.T) {
-	t.Setenv("GOFLAGS", "-mod=mod")
-	t.Setenv("GOPROXY", "off")
-	t.Setenv("GOWORK", "off")
-	t.Setenv("CGO_ENABLED", "0")
-	dir, err := filepath.Abs("testdata/mod")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir := fixtureModule(t)
 	for _, tests := range []bool{false, true} {
 		var buf bytes.Buffer
 		list := filepath.Join(t.TempDir(), "list.json")
@@ -82,4 +75,19 @@ func TestRun(t *testing.T) {
 			t.Errorf("tests=%v: errors for %q, want broken/x.go's only", tests, errFiles)
 		}
 	}
+}
+
+// fixtureModule is testdata/mod's absolute path, with the go command set
+// up as in the scanners image (offline, no cgo).
+func fixtureModule(t *testing.T) string {
+	t.Helper()
+	t.Setenv("GOFLAGS", "-mod=mod")
+	t.Setenv("GOPROXY", "off")
+	t.Setenv("GOWORK", "off")
+	t.Setenv("CGO_ENABLED", "0")
+	dir, err := filepath.Abs("testdata/mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
