@@ -200,6 +200,20 @@ func TestComposeUp(t *testing.T) {
 		}
 	}
 
+	// The worker's git (review and fix runs clone and fetch with it, over
+	// HTTPS): as the worker's user in its read-only container, a repository
+	// in the git cache volume, and the HTTPS remote helper there (the
+	// connection is refused; the helper is not missing).
+	if out, err := compose("exec", "-T", "worker", "git", "init", "-q", "--bare", "/var/lib/quavon/git/probe.git"); err != nil {
+		t.Errorf("git init in the worker's git cache: %v\n%s", err, out)
+	} else if out, err := compose("exec", "-T", "worker", "rm", "-rf", "/var/lib/quavon/git/probe.git"); err != nil {
+		t.Errorf("rm in the worker's container: %v\n%s", err, out)
+	}
+	if out, err := compose("exec", "-T", "worker", "git", "ls-remote", "https://127.0.0.1:9/x.git"); err == nil ||
+		strings.Contains(out, "remote-https") || !strings.Contains(out, "127.0.0.1") {
+		t.Errorf("git over HTTPS in the worker's container: %v\n%s", err, out)
+	}
+
 	// The Docker socket: in the runner, in nothing else.
 	for svc, id := range containers {
 		var mounts []struct{ Source, Destination string }
