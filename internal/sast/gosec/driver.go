@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"go/build"
+	"go/version"
 	"io"
 	"os"
 	"runtime"
@@ -189,17 +190,13 @@ func readStdExport(path string) (map[string]string, error) {
 }
 
 // goMinor is the minor version of a go.mod go line ("1.22", "1.22.3",
-// "1.23rc1").
+// "1.23rc1"), as the go command reads it (go/version).
 func goMinor(v string) (int, bool) {
-	rest, ok := strings.CutPrefix(v, "1.")
+	minor, ok := strings.CutPrefix(version.Lang("go"+v), "go1.")
 	if !ok {
 		return 0, false
 	}
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	n, err := strconv.Atoi(rest[:end])
+	n, err := strconv.Atoi(minor)
 	return n, err == nil
 }
 
