@@ -435,7 +435,12 @@ func TestKilledJobKeepsItsOutput(t *testing.T) {
 				t.Errorf("partial output lost:\nstdout: %q\nstderr: %q", out, errs)
 			}
 
-			leak := spec("byo:smoke", `echo before the leak; x=$(head -c 400000000 /dev/zero | tr '\0' a); echo after the leak`)
+			// Output is forwarded every frame.FlushInterval, so the leak
+			// starts two of them after the line. Then a string doubles to
+			// 1 GiB in the shell itself: memory, not syscalls (a pipe
+			// through tr took over the minute of the wall clock under runsc
+			// on a loaded 2-core machine before reaching the limit).
+			leak := spec("byo:smoke", `echo before the leak; sleep 2; x=a; i=0; while [ $i -lt 30 ]; do x=$x$x; i=$((i+1)); done; echo after the leak`)
 			leak.Limits.MemoryBytes = 64 << 20
 			res = h.run(t, leak, base)
 			out := res.Artefacts["stdout.log"]
