@@ -20,14 +20,19 @@ type ControlPlane struct {
 	AppURL string
 }
 
-// NewControlPlane migrates a new database; maxConns sizes the app pool.
+// NewControlPlane makes a new migrated database (a copy of the migrated
+// template, see template.go); maxConns sizes the app pool.
 func NewControlPlane(tb testing.TB, maxConns int32) *ControlPlane {
 	tb.Helper()
 	ctx := context.Background()
-	db := NewDatabase(tb)
+	db := newDatabase(tb, migratedTemplate(tb))
 	admin := db.AdminPool(tb)
-	if _, err := postgres.Migrate(ctx, admin); err != nil {
+	// Nothing to apply on a copy of the template; Migrate says so, and would
+	// catch up a template that fell behind.
+	if res, err := postgres.Migrate(ctx, admin); err != nil {
 		tb.Fatal(err)
+	} else if len(res.Applied) > 0 {
+		tb.Fatalf("the template database %s was at schema version %d, not %d", migratedTemplate(tb), res.From, res.To)
 	}
 	url, _ := db.LoginRole(tb, "quavon_app")
 	app, err := postgres.Open(ctx, url, "", maxConns)
