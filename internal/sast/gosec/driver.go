@@ -93,9 +93,28 @@ func drive(req packages.DriverRequest, dir string, patterns []string) *packages.
 	// tests, modules) less -export: nothing is compiled.
 	mode := req.Mode&^(packages.NeedTypes|packages.NeedTypesInfo|packages.NeedSyntax|packages.NeedTypesSizes|packages.NeedExportFile) |
 		packages.NeedName | packages.NeedImports | packages.NeedDeps | packages.NeedModule
+	// With cgo off, a package's compiled Go files are its Go files: what
+	// go list -compiled adds is cgo's output. -compiled costs the go command
+	// a hash of every source file of every dependency (the build's action
+	// IDs): 2.2 s against 0.9 s of go list under runsc, 0.3 against 0.1
+	// under runc. So the files are listed without it and copied, which is
+	// what go/packages' own go list driver does for a package go list
+	// reports no compiled files for; unsafe's stay empty, as there.
+	// TestDriverMatchesGoList holds the outcome to go list -compiled's.
+	compiledFromFiles := req.Mode&packages.NeedCompiledGoFiles != 0 && envValue(env, "CGO_ENABLED") == "0"
+	if compiledFromFiles {
+		mode = mode&^packages.NeedCompiledGoFiles | packages.NeedFiles
+	}
 	roots, err := packages.Load(&packages.Config{Mode: mode, Dir: dir, Env: env, BuildFlags: req.BuildFlags, Tests: req.Tests}, patterns...)
 	if err != nil {
 		return notHandled
+	}
+	if compiledFromFiles {
+		packages.Visit(roots, nil, func(p *packages.Package) {
+			if p.PkgPath != "unsafe" {
+				p.CompiledGoFiles = p.GoFiles
+			}
+		})
 	}
 	resp := &packages.DriverResponse{Compiler: "gc", Arch: goarch(env)}
 	isRoot := map[string]bool{}

@@ -63,7 +63,14 @@ func TestDriverMatchesGoList(t *testing.T) {
 		t.Fatal(err)
 	}
 	pkgs := []string{"./a", "./b", "./ignored", "./broken", "./missing"}
-	for _, tests := range []bool{false, true} {
+	// CGO_ENABLED=0 is the image's (the driver then lists without
+	// -compiled); 1 keeps go list -compiled.
+	for _, c := range []struct {
+		cgo   string
+		tests bool
+	}{{"0", false}, {"0", true}, {"1", false}, {"1", true}} {
+		t.Setenv("CGO_ENABLED", c.cgo)
+		tests := c.tests
 		run := func(stdExport string) report {
 			var buf bytes.Buffer
 			if _, err := Run(Options{Dir: dir, Packages: pkgs, Tests: tests, StdExport: stdExport}, &buf); err != nil {
@@ -77,7 +84,7 @@ func TestDriverMatchesGoList(t *testing.T) {
 		}
 		golist, driven := run(""), run(std)
 		if !bytes.Equal(golist.Issues, driven.Issues) {
-			t.Errorf("tests=%v: issues differ\ngo list: %s\ndriver:  %s", tests, golist.Issues, driven.Issues)
+			t.Errorf("CGO_ENABLED=%s tests=%v: issues differ\ngo list: %s\ndriver:  %s", c.cgo, tests, golist.Issues, driven.Issues)
 		}
 		if _, ok := golist.Errors[""]; !ok {
 			t.Errorf("tests=%v: go list -export reported no compile error: %v", tests, golist.Errors)
