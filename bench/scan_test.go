@@ -29,9 +29,10 @@ import (
 // driver and scanners run directly on the host, chrooted into the
 // scanners image's exported file system, over the same tree, interleaved
 // in one loop. The ratio is the sandbox's and the transport's overhead
-// (goal: scan/direct ≤ 1.3). The same scan on the development runc
-// backend (runc-scan/direct) separates the two: what remains there is the
-// transport (snapshot, Valkey, container start), the rest is gVisor.
+// (issue 26's goal: ≤ 2.0 under runsc systrap, ≤ 1.1 under runc; where
+// it stands: deploy/images/README.md). The same scan on the development
+// runc backend (runc-scan/direct) separates the two: what remains there is
+// the transport (snapshot, Valkey, container start), the rest is gVisor.
 func BenchmarkScan50Files(b *testing.B) {
 	if os.Geteuid() != 0 {
 		if testenv.Required() {
