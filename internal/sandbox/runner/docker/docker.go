@@ -216,7 +216,9 @@ func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.
 		att.CloseWrite()
 	}()
 
+	killed := false // by this runner: the wall clock, the output cap
 	kill := func() {
+		killed = true
 		kctx, cancel := context.WithTimeout(cleanup, 30*time.Second)
 		defer cancel()
 		b.cli.ContainerKill(kctx, id, "KILL")
@@ -248,11 +250,7 @@ func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.
 			if res.ExitCode != 0 {
 				// Killed at the memory limit? Under gVisor the whole sandbox
 				// dies then; the result says why.
-				ictx, cancel := context.WithTimeout(cleanup, 10*time.Second)
-				if info, err := b.cli.ContainerInspect(ictx, id); err == nil && info.State != nil {
-					res.OOMKilled = info.State.OOMKilled
-				}
-				cancel()
+				res.OOMKilled = b.oomKilled(cleanup, id, res.ExitCode == killedBySignal && !killed)
 			}
 			if !copyDone {
 				// The stream ends with the container; collect what is left.
@@ -268,6 +266,36 @@ func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.
 			return res, nil
 		case err := <-waitErr:
 			return res, fmt.Errorf("docker: wait: %w", err)
+		}
+	}
+}
+
+// killedBySignal is a container's exit status after SIGKILL.
+const killedBySignal = 137
+
+// oomKilled asks the engine whether the container was killed at its memory
+// limit. The engine learns that from an OOM event of its own, which need
+// not arrive before the exit the wait returned. So a container something
+// else than this runner killed with SIGKILL (wait) is asked again for up
+// to two seconds before no is taken for an answer: in one CI run on a
+// loaded machine a runsc sandbox killed at its limit was reported as "PID 1
+// killed", where every other run had the flag at the first question.
+func (b *Backend) oomKilled(ctx context.Context, id string, wait bool) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		info, err := b.cli.ContainerInspect(ctx, id)
+		if err != nil || info.State == nil {
+			return false
+		}
+		if info.State.OOMKilled || !wait || time.Now().After(deadline) {
+			return info.State.OOMKilled
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
