@@ -419,8 +419,11 @@ func checkValidity(ctx context.Context, runner fixagent.Runner, t *Task, withRef
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("task %s is not valid: %s\nbase output:\n%s\nreference output:\n%s", t.ID, strings.Join(errs, "; "),
-			tail(onBase.Stderr, 2000), tail(onRef.Stderr, 2000))
+		msg := fmt.Sprintf("task %s is not valid: %s\nbase output:\n%s", t.ID, strings.Join(errs, "; "), tail(onBase.Stderr, 2000))
+		if withReference {
+			msg += "\nreference output:\n" + tail(onRef.Stderr, 2000)
+		}
+		return errors.New(msg)
 	}
 	return nil
 }
