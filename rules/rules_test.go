@@ -456,3 +456,77 @@ func chmodTree(root string) error {
 		return nil
 	})
 }
+
+// A regex of the pack repeats a Unicode class a bounded number of times only
+// when the count is small. ast-grep compiles every regex of every rule it
+// loads at every scan (Rust's regex crate, where \w, \d, \s and \p{…} are
+// Unicode's), and a bounded repeat compiles into one copy of the class's
+// automaton per count: `[\w.:-]{1,64}` cost 0.1 s per rule, and ten Go rules
+// with it took 0.58 s of ast-grep's start instead of 0.20 s. rules/README.md
+// ("Adding a rule") has the cheap equivalent.
+func TestRegexesCompileCheaply(t *testing.T) {
+	t.Parallel()
+	for _, r := range loadRules(t) {
+		data, err := os.ReadFile(r.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			m := regexLineRE.FindStringSubmatch(line)
+			if m == nil {
+				continue
+			}
+			if bad := costlyRepeat(strings.ReplaceAll(m[1], "''", "'")); bad != "" {
+				t.Errorf("%s:%d: %s repeats a Unicode class more than %d times; see rules/README.md (Adding a rule)",
+					r.file, i+1, bad, maxUnicodeRepeat)
+			}
+		}
+	}
+}
+
+const maxUnicodeRepeat = 16
+
+var (
+	regexLineRE = regexp.MustCompile(`^\s*(?:- )?regex: '((?:[^']|'')*)'\s*$`)
+	// An atom (a bracketed class or an escape) and the bounded repeat after it.
+	repeatRE     = regexp.MustCompile(`(\[(?:\\.|[^\]\\])*\]|\\[wWdDsS]|\\[pP](?:\{[^}]*\}|[A-Za-z]))\{([0-9]+)(?:,([0-9]*))?\}`)
+	unicodeClass = regexp.MustCompile(`\\[wWdDsSpP]`)
+)
+
+// costlyRepeat returns the first repeat in re of a Unicode class (\w, \d, \s,
+// \p and their negations, alone or in a bracketed class) more than
+// maxUnicodeRepeat times, or "".
+func costlyRepeat(re string) string {
+	for _, m := range repeatRE.FindAllStringSubmatch(re, -1) {
+		if !unicodeClass.MatchString(m[1]) {
+			continue
+		}
+		lo, _ := strconv.Atoi(m[2])
+		hi := lo
+		if m[3] != "" {
+			hi, _ = strconv.Atoi(m[3])
+		}
+		if max(lo, hi) > maxUnicodeRepeat {
+			return m[0]
+		}
+	}
+	return ""
+}
+
+func TestCostlyRepeat(t *testing.T) {
+	for re, want := range map[string]string{
+		`^"[\w.:-]{1,64}"$`:  `[\w.:-]{1,64}`,
+		`^"[\w.:-]+"$`:       "",
+		`^"[^"]{65}`:         "",
+		`\d{20}`:             `\d{20}`,
+		`\p{L}{3,40}`:        `\p{L}{3,40}`,
+		`[a-z]{1,64}`:        "",
+		`\w{1,16}`:           "",
+		`[\]\w]{17,}`:        `[\]\w]{17,}`,
+		"^[\"'`][^\"'`]{4,}": "",
+	} {
+		if got := costlyRepeat(re); got != want {
+			t.Errorf("costlyRepeat(%q) = %q, want %q", re, got, want)
+		}
+	}
+}
