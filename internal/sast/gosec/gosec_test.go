@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -90,4 +91,43 @@ func fixtureModule(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// runOnceEnv makes the test binary run Run once on the module it names
+// and print the report: gosec asks for the Go version once per process.
+const runOnceEnv = "QUAVON_GOSEC_TEST_RUN"
+
+// gosec's version-dependent rules see the scanned module's Go version, read
+// by the load, not what `go list -m` says in the working directory (this
+// repository's module, Go 1.26): G601 applies to a go 1.21 module. Without
+// pinGoVersion, gosec runs that go list itself and drops G601.
+func TestGoVersionFromTheLoad(t *testing.T) {
+	dir, err := filepath.Abs("testdata/go121")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixtureModule(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self)
+	cmd.Env = append(withoutEnv(os.Environ(), goVersionEnv), runOnceEnv+"="+dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr.Bytes())
+	}
+	var rep struct {
+		Issues []struct {
+			RuleID string `json:"rule_id"`
+		} `json:"Issues"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if len(rep.Issues) != 1 || rep.Issues[0].RuleID != "G601" {
+		t.Errorf("issues %+v, want G601 alone (the module says go 1.21)", rep.Issues)
+	}
 }

@@ -1,0 +1,3 @@
+module example.com/go121
+
+go 1.21
