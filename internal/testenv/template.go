@@ -5,14 +5,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"runtime/debug"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/quavon/quavon/internal/postgres"
 )
@@ -21,7 +21,7 @@ import (
 // CREATE DATABASE … TEMPLATE takes about as long as an empty database, the
 // migrations another 300 ms, and the suite makes hundreds of control planes.
 // The template is made once per server for this binary's schema (its name
-// holds a hash of our migrations and River's version), by the first test
+// holds a hash of our migrations' and River's SQL), by the first test
 // process that needs it, under an advisory lock; no one connects to it
 // afterwards, so any number of processes may copy it at once.
 
@@ -56,16 +56,23 @@ func makeTemplate(base string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	// The name hashes the SQL that Migrate runs: ours and River's. Not the
+	// River modules' versions from the build information: a test binary
+	// lists only the River modules it links, so binaries that link River's
+	// client hashed differently from those that link its migrator alone,
+	// and each maker dropped the other's template as an old schema (a cold
+	// CI run failed internal/web's tests with "template database … does
+	// not exist").
 	h := sha256.New()
 	for _, m := range ms {
 		fmt.Fprintf(h, "%d %s %d\n%s\n", m.Version, m.Name, len(m.SQL), m.SQL)
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if strings.HasPrefix(d.Path, "github.com/riverqueue/") {
-				fmt.Fprintf(h, "%s %s\n", d.Path, d.Version)
-			}
-		}
+	river, err := rivermigrate.New(riverpgxv5.New(nil), nil)
+	if err != nil {
+		return "", fmt.Errorf("river's migrations: %w", err)
+	}
+	for _, m := range river.AllVersions() {
+		fmt.Fprintf(h, "river %d %s %d\n%s\n", m.Version, m.Name, len(m.SQLUp), m.SQLUp)
 	}
 	name := templatePrefix + hex.EncodeToString(h.Sum(nil))[:16]
 
