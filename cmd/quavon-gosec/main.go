@@ -6,8 +6,8 @@
 //
 //	CGO_ENABLED=0 go build -trimpath ./cmd/quavon-gosec
 //
-// Usage, from the module root: quavon-gosec [-tests] [-golist FILE
-// -golist-fields FIELDS] [-std-export FILE] -out FILE PKG...
+// Usage, from the module root: quavon-gosec [-tests] [-files FILE]
+// [-std-export FILE] [-gocache-seed DIR] -out FILE PKG...
 // (PKG "." or "./dir"). Exit status as gosec's: 0 nothing found, 1 an
 // issue or an error in the report, 2 no report.
 package main
@@ -39,9 +39,9 @@ func run(args []string, stderr io.Writer) int {
 	tests := fs.Bool("tests", false, "include test files")
 	out := fs.String("out", "", "write the JSON report to this file")
 	version := fs.Bool("version", false, "print gosec's version")
-	goList := fs.String("golist", "", "also write `go list -e -json=FIELDS -- PKG...` to this file")
-	goListFields := fs.String("golist-fields", "Dir,GoFiles,Error", "the fields of -golist")
+	files := fs.String("files", "", "also write each PKG directory's Go files, built and left out, to this `file` (as go list -e -json)")
 	stdExport := fs.String("std-export", "", "the map of the standard library's export data (`IMPORTPATH FILE` lines): compile none of PKG")
+	seed := fs.String("gocache-seed", "", "the image's prebuilt build `cache`: seed GOCACHE with all of it before anything is compiled")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,11 +50,11 @@ func run(args []string, stderr io.Writer) int {
 		return 0
 	}
 	if *out == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: quavon-gosec [-tests] [-golist FILE -golist-fields FIELDS] [-std-export FILE] -out FILE PKG...")
+		fmt.Fprintln(stderr, "usage: quavon-gosec [-tests] [-files FILE] [-std-export FILE] [-gocache-seed DIR] -out FILE PKG...")
 		return 2
 	}
-	found, err := report(gosec.Options{Packages: fs.Args(), Tests: *tests, Log: stderr, GoList: *goList, GoListFields: *goListFields,
-		StdExport: *stdExport}, *out)
+	found, err := report(gosec.Options{Packages: fs.Args(), Tests: *tests, Log: stderr, Files: *files, StdExport: *stdExport,
+		CacheSeed: *seed}, *out)
 	switch {
 	case err != nil:
 		fmt.Fprintln(stderr, "quavon-gosec:", err)

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
-	"time"
+
+	"github.com/quavon/quavon/internal/sast/gocache"
 )
 
 // ToolGosec is gosec, driving the image's Go toolchain offline. The
@@ -44,8 +44,9 @@ func goEnv(w *Workspace) []string {
 // invokeGosec runs gosec -tests (quavon-gosec) once per Go module that
 // holds a changed file, on the changed files' packages, and merges the
 // reports into one.
-// Beside it, `go list` says which files of those packages the Go command
-// builds here (linux, CGO_ENABLED=0): a changed file outside the build
+// Beside its load, quavon-gosec says which files of those packages Go
+// builds here (linux, CGO_ENABLED=0: go/build's reading of each directory,
+// the one gosec's load starts from): a changed file outside the build
 // (build constraints, a leading "_" or ".", cgo), one it cannot read, or
 // one in a package it cannot load is not scanned by gosec and is
 // reported, as is one whose path the snapshot's source tree cannot hold.
@@ -89,7 +90,18 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 	if len(order) == 0 {
 		return inv, os.WriteFile(out, []byte(`{"Golang errors":{},"Issues":[]}`), 0o644)
 	}
-	if err := seedGoCache(filepath.Join(w.Opt, "gocache"), filepath.Join(w.Home, "go-build")); err != nil {
+	// The go command's index of the standard library's packages, from the
+	// image's prebuilt cache: without it go list reads every standard
+	// package it meets from source (58,000 system calls instead of 35,000
+	// for net/http's closure). The standard library's export data is
+	// seeded by quavon-gosec if it has to compile (-gocache-seed); an image
+	// without the manifest gets everything now, as before.
+	seed, cache := filepath.Join(w.Opt, "gocache"), filepath.Join(w.Home, "go-build")
+	listed, err := gocache.SeedListed(seed, cache, filepath.Join(w.Opt, gocache.ListManifest))
+	if err == nil && !listed {
+		err = gocache.Seed(seed, cache)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("go build cache: %w", err)
 	}
 	// The image's map of the standard library's export data: with it
@@ -101,11 +113,13 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 	var parts, lists []string
 	for i, mod := range order {
 		part := filepath.Join(w.Home, fmt.Sprintf("gosec-%d.json", i))
-		list := filepath.Join(w.Home, fmt.Sprintf("golist-%d.json", i))
+		list := filepath.Join(w.Home, fmt.Sprintf("gofiles-%d.json", i))
 		parts, lists = append(parts, part), append(lists, list)
 		dir := filepath.Join(w.Src, filepath.FromSlash(mod))
-		// quavon-gosec runs the go list beside its own load.
-		argv := []string{bin, "-tests", "-golist", list, "-golist-fields", goListFields, "-out", part}
+		argv := []string{bin, "-tests", "-files", list, "-out", part}
+		if listed {
+			argv = append(argv, "-gocache-seed", seed)
+		}
 		if stdExport != "" {
 			argv = append(argv, "-std-export", stdExport)
 		}
@@ -122,29 +136,26 @@ func invokeGosec(w *Workspace, files []Target) (*Invocation, error) {
 	return inv, nil
 }
 
-// goListFields are the fields of `go list -json` goOutsideBuild reads.
-const goListFields = "Dir,GoFiles,CgoFiles,TestGoFiles,XTestGoFiles,IgnoredGoFiles,InvalidGoFiles,Error"
-
 type goListPackage struct {
 	Dir                                                                          string
 	GoFiles, CgoFiles, TestGoFiles, XTestGoFiles, IgnoredGoFiles, InvalidGoFiles []string
 	Error                                                                        *struct{ Err string }
 }
 
-// goOutsideBuild reads the `go list -json` outputs and notes each file of
-// files that no listed package builds.
+// goOutsideBuild reads quavon-gosec's -files outputs (go list -json's
+// fields) and notes each file of files that no listed package builds.
 func goOutsideBuild(src string, lists []string, files []Target) ([]FileNote, error) {
 	pkgs := map[string]goListPackage{}
 	for _, l := range lists {
 		data, err := os.ReadFile(l)
 		if err != nil {
-			return nil, fmt.Errorf("go list: %w", err)
+			return nil, fmt.Errorf("gosec's files: %w", err)
 		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		for dec.More() {
 			var p goListPackage
 			if err := dec.Decode(&p); err != nil {
-				return nil, fmt.Errorf("go list: %w", err)
+				return nil, fmt.Errorf("gosec's files: %w", err)
 			}
 			pkgs[p.Dir] = p
 		}
@@ -161,54 +172,21 @@ func goOutsideBuild(src string, lists []string, files []Target) ([]FileNote, err
 		case built:
 			continue
 		case !ok:
-			why = "the Go command loaded no package from its directory"
+			why = "no Go package was read from its directory"
 		case slices.Contains(p.IgnoredGoFiles, base):
 			why = "not in the build for linux with CGO_ENABLED=0 (build constraints, a file name starting with _ or ., or cgo)"
 		case slices.Contains(p.InvalidGoFiles, base) && p.Error != nil:
-			why = "the Go command cannot read it: " + p.Error.Err
+			why = "Go cannot read it: " + p.Error.Err
 		case strings.HasPrefix(base, "_") || strings.HasPrefix(base, "."):
-			why = "not in the build: the Go command ignores files whose names start with _ or ."
+			why = "not in the build: Go ignores files whose names start with _ or ."
 		case p.Error != nil:
 			why = "its package could not be loaded: " + p.Error.Err
 		default:
-			why = "not in the package the Go command loaded"
+			why = "not in the package Go read from its directory"
 		}
 		notes = append(notes, FileNote{f.Index, "gosec: " + sanitise(why, MaxToolErrorBytes)})
 	}
 	return notes, nil
-}
-
-// seedGoCache makes cache a Go build cache that holds the image's
-// prebuilt standard library (seed, read-only): every file is a symlink into
-// seed, so nothing is copied, and the go command adds its own entries
-// beside them. Without it gosec's `go list -export` compiles the standard
-// library on every scan (half a minute under gVisor). trim.txt is written
-// fresh: from an old one the go command would trim the seeded entries as
-// unused. No seed (an image without one) is not an error.
-func seedGoCache(seed, cache string) error {
-	if _, err := os.Stat(seed); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	err := filepath.WalkDir(seed, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(seed, p)
-		dst := filepath.Join(cache, rel)
-		switch {
-		case e.IsDir():
-			return os.MkdirAll(dst, 0o700)
-		case e.Type().IsRegular() && rel != "trim.txt":
-			if err := os.Symlink(p, dst); err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(cache, "trim.txt"), []byte(fmt.Sprintf("%d\n", time.Now().Unix())), 0o600)
 }
 
 // moduleRoot is the nearest directory at or above dir (within src) that

@@ -216,27 +216,42 @@ func TestGitleaksSkipsAreNoted(t *testing.T) {
 	}
 }
 
-// gosec runs once per module, with -tests and `go list` beside it; the reports
-// are merged, and a changed file the Go command does not build is noted.
+// gosec runs once per module, with -tests and -files; the reports
+// are merged, and a changed file Go does not build is noted.
 func TestGosecPerModule(t *testing.T) {
 	f := newFixture(t, map[string]string{
 		"go.mod": "module a\n", "x/a.go": "package x\n", "x/a_windows.go": "package x\n",
 		"sub/go.mod": "module b\n", "sub/y/b.go": "package y\n",
 	}, []string{"sub/y/b.go", "x/a.go", "x/a_windows.go"}, sast.Request{Tools: []sast.Tool{sast.ToolGosec}})
 	src := filepath.Join(f.cfg.Work, sast.SourceDir)
-	f.tool(t, "go", `[ "$1" = list ] || exit 0
-case "$(pwd)" in
-*/sub) echo '{"Dir":"`+src+`/sub/y","GoFiles":["b.go"]}';;
-*) echo '{"Dir":"`+src+`/x","GoFiles":["a.go"],"IgnoredGoFiles":["a_windows.go"]}';;
-esac`)
+	f.tool(t, "go", `exit 0`)
 	// The image's map of the standard library's export data is passed on.
 	stdExport := filepath.Join(f.cfg.Opt, "gocache-std.txt")
 	if err := os.WriteFile(stdExport, []byte("fmt /opt/quavon/gocache/00/x-d\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f.tool(t, "quavon-gosec", `pkgs=""; out=""; tests=""; list=""; std=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -golist) shift; list="$1";; -std-export) shift; std="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
-[ -n "$tests" ] && [ -n "$list" ] && [ "$std" = "`+stdExport+`" ] || exit 3
-go list >"$list"
+	// The image's build cache: the driver seeds what its manifest lists, and
+	// passes the cache on for quavon-gosec to seed the rest.
+	seed := filepath.Join(f.cfg.Opt, "gocache")
+	for _, e := range []string{"ab/ab12-d", "cd/cd34-d"} {
+		p := filepath.Join(seed, filepath.FromSlash(e))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.cfg.Opt, "gocache-list.txt"), []byte("ab/ab12-d\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.tool(t, "quavon-gosec", `pkgs=""; out=""; tests=""; list=""; std=""; seed=""; while [ $# -gt 0 ]; do case "$1" in -out) shift; out="$1";; -files) shift; list="$1";; -std-export) shift; std="$1";; -gocache-seed) shift; seed="$1";; -tests) tests=1;; ./*|.) pkgs="$pkgs $1";; esac; shift; done
+[ -n "$tests" ] && [ -n "$list" ] && [ "$std" = "`+stdExport+`" ] && [ "$seed" = "`+seed+`" ] || exit 3
+[ -L "$GOCACHE/ab/ab12-d" ] && [ ! -e "$GOCACHE/cd/cd34-d" ] || exit 4
+case "$(pwd)" in
+*/sub) echo '{"Dir":"`+src+`/sub/y","GoFiles":["b.go"]}';;
+*) echo '{"Dir":"`+src+`/x","GoFiles":["a.go"],"IgnoredGoFiles":["a_windows.go"]}';;
+esac >"$list"
 echo "{\"Golang errors\":{},\"Issues\":[{\"file\":\"$(pwd)\",\"details\":\"$pkgs\"}],\"GosecVersion\":\"dev\"}" > "$out"; exit 1`)
 	got := f.run(t)
 	r := got[sast.ToolGosec]

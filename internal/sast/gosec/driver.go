@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/quavon/quavon/internal/sast/gocache"
 	"golang.org/x/tools/go/packages"
 )
 
@@ -45,6 +46,10 @@ import (
 // driver.
 const driverEnv = "QUAVON_GOSEC_STD_EXPORT"
 
+// seedEnv names, in the driver's environment, the image's prebuilt build
+// cache (Options.CacheSeed) to seed GOCACHE with before anything compiles.
+const seedEnv = "QUAVON_GOSEC_CACHE_SEED"
+
 // maxStdExportBytes bounds the map (the standard library is ~350 lines).
 const maxStdExportBytes = 1 << 20
 
@@ -64,12 +69,32 @@ func ServeDriver(patterns []string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return json.NewEncoder(out).Encode(drive(req, dir, patterns))
+	resp := drive(req, dir, patterns)
+	if resp.NotHandled {
+		// go/packages runs go list -export itself now.
+		if err := seedCache(envValue(req.Env, seedEnv), req.Env); err != nil {
+			return err
+		}
+	}
+	return json.NewEncoder(out).Encode(resp)
+}
+
+// seedCache seeds the GOCACHE of env with all of seed ("" for none), for a
+// go command about to compile.
+func seedCache(seed string, env []string) error {
+	cache := envValue(env, "GOCACHE")
+	if seed == "" || cache == "" || cache == "off" {
+		return nil
+	}
+	if err := gocache.Seed(seed, cache); err != nil {
+		return fmt.Errorf("go build cache: %w", err)
+	}
+	return nil
 }
 
 // driverConfig is the load's configuration: with stdExport, this program
 // is go/packages' driver.
-func driverConfig(cfg *packages.Config, stdExport string) error {
+func driverConfig(cfg *packages.Config, stdExport, cacheSeed string) error {
 	if stdExport == "" {
 		return nil
 	}
@@ -77,8 +102,11 @@ func driverConfig(cfg *packages.Config, stdExport string) error {
 	if err != nil {
 		return fmt.Errorf("gosec driver: %w", err)
 	}
-	cfg.Env = append(withoutEnv(os.Environ(), "GOPACKAGESDRIVER", driverEnv),
+	cfg.Env = append(withoutEnv(os.Environ(), "GOPACKAGESDRIVER", driverEnv, seedEnv),
 		"GOPACKAGESDRIVER="+self, driverEnv+"="+stdExport)
+	if cacheSeed != "" {
+		cfg.Env = append(cfg.Env, seedEnv+"="+cacheSeed)
+	}
 	return nil
 }
 
@@ -88,7 +116,7 @@ func drive(req packages.DriverRequest, dir string, patterns []string) *packages.
 	if err != nil || len(req.Overlay) > 0 {
 		return notHandled
 	}
-	env := append(withoutEnv(req.Env, "GOPACKAGESDRIVER", driverEnv), "GOPACKAGESDRIVER=off")
+	env := append(withoutEnv(req.Env, "GOPACKAGESDRIVER", driverEnv, seedEnv), "GOPACKAGESDRIVER=off")
 	// The same go list as go/packages' (files, compiled files, imports,
 	// tests, modules) less -export: nothing is compiled.
 	mode := req.Mode&^(packages.NeedTypes|packages.NeedTypesInfo|packages.NeedSyntax|packages.NeedTypesSizes|packages.NeedExportFile) |
@@ -160,7 +188,11 @@ func drive(req packages.DriverRequest, dir string, patterns []string) *packages.
 			paths = append(paths, p.PkgPath)
 		}
 		// The rest (packages of the module the change left alone, modules
-		// in the module cache): compiled as go/packages would have.
+		// in the module cache): compiled as go/packages would have, on
+		// the standard library's export data from the image.
+		if err := seedCache(envValue(req.Env, seedEnv), req.Env); err != nil {
+			return notHandled
+		}
 		listed, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedExportFile, Dir: dir, Env: env,
 			BuildFlags: req.BuildFlags}, paths...)
 		if err != nil {

@@ -3,9 +3,11 @@ package gosec
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -19,16 +21,9 @@ func TestRun(t *testing.T) {
 	dir := fixtureModule(t)
 	for _, tests := range []bool{false, true} {
 		var buf bytes.Buffer
-		list := filepath.Join(t.TempDir(), "list.json")
-		found, err := Run(Options{Dir: dir, Packages: []string{"./a", "./b", "./ignored", "./broken", "./missing"}, Tests: tests,
-			GoList: list, GoListFields: "Dir,IgnoredGoFiles"}, &buf)
+		found, err := Run(Options{Dir: dir, Packages: []string{"./a", "./b", "./ignored", "./broken", "./missing"}, Tests: tests}, &buf)
 		if err != nil {
 			t.Fatal(err)
-		}
-		// go list ran beside the load, with the fields asked for.
-		if data, err := os.ReadFile(list); err != nil || !bytes.Contains(data, []byte(`"IgnoredGoFiles": [`)) ||
-			!bytes.Contains(data, []byte(filepath.Join(dir, "b"))) || bytes.Contains(data, []byte(`"Name"`)) {
-			t.Errorf("go list output: %v %s", err, data)
 		}
 		var rep struct {
 			Errors map[string][]struct{ Error string } `json:"Golang errors"`
@@ -130,4 +125,86 @@ func TestGoVersionFromTheLoad(t *testing.T) {
 	if len(rep.Issues) != 1 || rep.Issues[0].RuleID != "G601" {
 		t.Errorf("issues %+v, want G601 alone (the module says go 1.21)", rep.Issues)
 	}
+}
+
+// Options.Files says of each directory what `go list -e -json` says of
+// its package (the fields the driver's notes read), for every way a file
+// can be left out of the build or fail to be read, without running go list.
+func TestFilesMatchGoList(t *testing.T) {
+	fixtureModule(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"go.mod":               "module example.com/m\n\ngo 1.22\n",
+		"p/p.go":               "package p\n",
+		"p/p_windows.go":       "package p\n",
+		"p/tagged.go":          "//go:build ignore\n\npackage p\n",
+		"p/cgo.go":             "package p\n\nimport \"C\"\n",
+		"p/_old.go":            "package p\n",
+		"p/.hidden.go":         "package p\n",
+		"p/p_test.go":          "package p\n",
+		"p/x_test.go":          "package p_test\n",
+		"syntax/a.go":          "package syntax\n",
+		"syntax/b.go":          "package syntax\n\nfunc {\n",
+		"two/a.go":             "package a\n",
+		"two/b.go":             "package b\n",
+		"none/only_windows.go": "package none\n",
+		"none/README":          "not Go\n",
+	}
+	for name, text := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pkgs := []string{"./p", "./syntax", "./two", "./none"}
+	out := filepath.Join(t.TempDir(), "files.json")
+	if _, err := Run(Options{Dir: dir, Packages: pkgs, Tests: true, Files: out}, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"list", "-e", "-json=Dir,GoFiles,CgoFiles,TestGoFiles,XTestGoFiles,IgnoredGoFiles,InvalidGoFiles,Error", "--"}, pkgs...)...)
+	cmd.Dir = dir
+	listed, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	got, want := decodeDirs(t, data), decodeDirs(t, listed)
+	if len(got) != len(pkgs) || len(want) != len(pkgs) {
+		t.Fatalf("%d entries, go list %d, want %d:\n%s\n%s", len(got), len(want), len(pkgs), data, listed)
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		// go list words some errors its own way; whether there is one is
+		// what the notes depend on.
+		if (g.Error == nil) != (w.Error == nil) {
+			t.Errorf("%s: error %v, go list %v", w.Dir, g.Error, w.Error)
+		}
+		g.Error, w.Error = nil, nil
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("files differ from go list's:\n got %+v\nwant %+v", g, w)
+		}
+	}
+	if !bytes.Contains(data, []byte(`"IgnoredGoFiles": [`)) || !bytes.Contains(data, []byte("b.go")) {
+		t.Errorf("the fixture covers less than it should: %s", data)
+	}
+}
+
+func decodeDirs(t *testing.T, data []byte) []dirFiles {
+	t.Helper()
+	var out []dirFiles
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for dec.More() {
+		var d dirFiles
+		if err := dec.Decode(&d); err != nil {
+			t.Fatalf("%v: %s", err, data)
+		}
+		out = append(out, d)
+	}
+	return out
 }
