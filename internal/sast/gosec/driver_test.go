@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,27 +49,8 @@ type report struct {
 // package (under "") is the one thing missing: nothing compiled it.
 func TestDriverMatchesGoList(t *testing.T) {
 	dir := fixtureModule(t)
-	// The map the image build writes, for what the module imports; one
-	// entry left out, so that the driver lists that one itself.
-	cmd := exec.Command("go", "list", "-e", "-export", "-deps", "-test", "-f", "{{if .Standard}}{{.ImportPath}} {{.Export}}{{end}}", "./...")
-	cmd.Dir = dir
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	var lines []string
-	for _, l := range strings.Split(string(out), "\n") {
-		if l != "" && !strings.HasPrefix(l, "crypto/sha1 ") && strings.Contains(l, " ") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) < 20 {
-		t.Fatalf("the map holds %d packages", len(lines))
-	}
-	std := filepath.Join(t.TempDir(), "std.txt")
-	if err := os.WriteFile(std, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// One entry left out, so that the driver lists that one itself.
+	std := stdMap(t, dir, "crypto/sha1")
 	pkgs := []string{"./a", "./b", "./ignored", "./broken", "./missing"}
 	// CGO_ENABLED=0 is the image's (the driver then lists without
 	// -compiled); 1 keeps go list -compiled.
@@ -104,6 +86,73 @@ func TestDriverMatchesGoList(t *testing.T) {
 		d, _ := json.Marshal(driven.Errors)
 		if !bytes.Equal(g, d) || len(driven.Errors) == 0 {
 			t.Errorf("tests=%v: errors differ\ngo list: %s\ndriver:  %s", tests, g, d)
+		}
+	}
+}
+
+// stdMap writes the map the image build writes (standard package → export
+// data) for what the module in dir imports, less the package except.
+func stdMap(t *testing.T, dir, except string) string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-export", "-deps", "-test", "-f", "{{if .Standard}}{{.ImportPath}} {{.Export}}{{end}}", "./...")
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l != "" && !strings.HasPrefix(l, except+" ") && strings.Contains(l, " ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) < 20 {
+		t.Fatalf("the map holds %d packages", len(lines))
+	}
+	std := filepath.Join(t.TempDir(), "std.txt")
+	if err := os.WriteFile(std, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return std
+}
+
+// The image's build cache (Options.CacheSeed) is linked into GOCACHE only
+// when the load has something to compile: a dependency the map lacks. A
+// load the map serves whole leaves GOCACHE with what go list wrote.
+func TestCacheSeededOnlyToCompile(t *testing.T) {
+	dir := fixtureModule(t)
+	t.Setenv("CGO_ENABLED", "0")
+	// A stand-in for the image's cache: one entry no go command would
+	// write, so that its link shows the seed happened.
+	seed := t.TempDir()
+	entry := filepath.Join("ee", "ee00quavontest-d")
+	if err := os.MkdirAll(filepath.Join(seed, "ee"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed, entry), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// One fresh GOCACHE (go list indexes the standard library once), not
+	// seeded by the first load, seeded by the second.
+	cache := t.TempDir()
+	// The maps first, with the real GOCACHE (they need export data).
+	cases := []struct {
+		except string // left out of the map: compiled
+		seeded bool
+		std    string
+	}{{"", false, ""}, {"unicode/utf8", true, ""}}
+	for i := range cases {
+		cases[i].std = stdMap(t, dir, cases[i].except)
+	}
+	t.Setenv("GOCACHE", cache)
+	// b imports c, so c is scanned too: otherwise it would be compiled.
+	for _, c := range cases {
+		if _, err := Run(Options{Dir: dir, Packages: []string{"./a", "./b", "./c"}, StdExport: c.std, CacheSeed: seed}, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		_, err := os.Lstat(filepath.Join(cache, entry))
+		if seeded := err == nil; seeded != c.seeded {
+			t.Errorf("map without %q: seeded %v, want %v (%v)", c.except, seeded, c.seeded, err)
 		}
 	}
 }
