@@ -18,6 +18,7 @@ import (
 	"github.com/quavon/quavon/internal/config"
 	sandboxpkg "github.com/quavon/quavon/internal/sandbox"
 	"github.com/quavon/quavon/internal/sandbox/runner"
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
 	"github.com/quavon/quavon/internal/sandbox/valkeyq"
 	"github.com/quavon/quavon/internal/sast"
 	"github.com/quavon/quavon/internal/scan"
@@ -119,7 +120,13 @@ func BenchmarkScan50Files(b *testing.B) {
 	b.Logf("load average after: %s", loadavg())
 	// Printed, not logged: the test framework cuts a benchmark's log to
 	// a few lines without -v.
-	fmt.Printf("BenchmarkScan50Files: mean per scan (ms), %d iteration(s), load average %s:\n%s\n", b.N, loadavg(), formatBreakdown(b.N,
+	// The host's huge pages for gVisor are about 13% of the runsc column
+	// (docker.ShmemTHPFile); scripts/test sets them to advise.
+	thp, err := docker.ShmemTHP(docker.ShmemTHPFile)
+	if err != nil {
+		thp = err.Error()
+	}
+	fmt.Printf("BenchmarkScan50Files: mean per scan (ms), %d iteration(s), load average %s, shmem huge pages %s:\n%s\n", b.N, loadavg(), thp, formatBreakdown(b.N,
 		[]string{"runsc", "runc", "direct"}, []*breakdown{sandboxed, runc, direct}))
 	n := float64(b.N)
 	b.ReportMetric(float64(direct.sum["total"].Milliseconds())/n, "direct-ms/op")

@@ -78,7 +78,7 @@ func runDevServices(ctx context.Context, o *devServicesOptions) (err error) {
 		}
 		stops = append(stops, d.Release)
 		env.RunscPlatform = d.Platform
-		log("Docker Engine with runsc (%s)", d.Platform)
+		log("Docker Engine with runsc (%s); %s", d.Platform, d.HugePages)
 	}
 	pg, err := devenv.StartPostgres(ctx, filepath.Join(o.WorkDir, "pg"))
 	if err != nil {

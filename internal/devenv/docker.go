@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
 )
 
 // DockerOptions configure EnsureDockerd.
@@ -39,8 +41,11 @@ type DockerOptions struct {
 type Dockerd struct {
 	// Platform is the runsc platform the daemon's runtime uses.
 	Platform string
-	opt      DockerOptions
-	users    *os.File
+	// HugePages says whether the host's kernel gives gVisor huge pages
+	// and whether EnsureDockerd set it to (docker.ShmemTHPNote).
+	HugePages string
+	opt       DockerOptions
+	users     *os.File
 }
 
 // DefaultRuntimeArgs are runsc's arguments after --platform, as
@@ -94,7 +99,9 @@ func lock(f *os.File, how int, wait time.Duration) error {
 // EnsureDockerd uses the running Docker Engine if it has a runsc runtime,
 // or starts dockerd with its own --config-file registering runsc (data root
 // /var/lib/docker, so images stay cached between runs). It never
-// reconfigures a daemon it did not start.
+// reconfigures a daemon it did not start. It sets the kernel's shmem huge
+// pages to advise when they are off (docker.EnableShmemTHP), which only
+// gVisor's own request changes: sandboxed programs run on huge pages.
 func EnsureDockerd(ctx context.Context, opt DockerOptions) (*Dockerd, error) {
 	opt.defaults()
 	if err := os.MkdirAll(opt.StateDir, 0o755); err != nil {
@@ -116,7 +123,7 @@ func EnsureDockerd(ctx context.Context, opt DockerOptions) (*Dockerd, error) {
 		users.Close()
 		return nil, err
 	}
-	d := &Dockerd{Platform: opt.Platform, opt: opt, users: users}
+	d := &Dockerd{Platform: opt.Platform, HugePages: docker.ShmemTHPNote(docker.ShmemTHPFile), opt: opt, users: users}
 	if dockerUp(ctx) {
 		rt := dockerRuntimes(ctx)
 		if !strings.Contains(rt, `"runsc"`) {

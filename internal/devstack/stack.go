@@ -91,7 +91,7 @@ func Start(ctx context.Context, opt Options) (st *Stack, err error) {
 		}
 		st.stops = append(st.stops, d.Release)
 		opt.RunscPlatform = d.Platform
-		opt.Progress("Docker Engine with runsc (%s)", d.Platform)
+		opt.Progress("Docker Engine with runsc (%s); %s", d.Platform, d.HugePages)
 	}
 	pg, err := devenv.StartPostgres(ctx, filepath.Join(opt.WorkDir, "pg"))
 	if err != nil {

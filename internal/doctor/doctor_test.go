@@ -15,6 +15,7 @@ import (
 
 	"github.com/quavon/quavon/internal/config"
 	"github.com/quavon/quavon/internal/doctor"
+	"github.com/quavon/quavon/internal/sandbox/runner/docker"
 	"github.com/quavon/quavon/internal/testenv"
 )
 
@@ -309,5 +310,64 @@ func TestRuntime(t *testing.T) {
 	}
 	if r := doctor.Runtime(ctx, config.BackendRuncInsecure, host, platform); r.Status != doctor.Pass {
 		t.Errorf("runc: %+v", r)
+	}
+}
+
+// TestHugePages: the runner's host must let gVisor have huge pages; the
+// kernel's own formats of the setting, and the check only for docker-runsc.
+func TestHugePages(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	never := file("never", "always within_size advise [never] deny force\n")
+	for _, tc := range []struct {
+		file   string
+		want   doctor.Status
+		detail string
+		hint   bool // says how to set advise
+	}{
+		{never, doctor.Warn, "shmem_enabled is never", true},
+		{file("deny", "always within_size advise never [deny] force\n"), doctor.Warn, "is deny", true},
+		{file("advise", "always within_size [advise] never deny force\n"), doctor.Pass, "is advise", false},
+		{file("always", "[always] within_size advise never deny force\n"), doctor.Pass, "is always", false},
+		{file("old", "always advise [never]\n"), doctor.Warn, "is never", true},
+		{file("garbled", "always advise never\n"), doctor.Warn, "no selected value", false},
+		{filepath.Join(dir, "absent"), doctor.Warn, "no such file", false},
+	} {
+		r := doctor.HugePages(tc.file)
+		if r.Status != tc.want || !strings.Contains(r.Detail, tc.detail) {
+			t.Errorf("%s: %s %q, want %s with %q", filepath.Base(tc.file), r.Status, r.Detail, tc.want, tc.detail)
+		}
+		if tc.hint && !strings.Contains(r.Hint, "echo advise > "+tc.file) {
+			t.Errorf("%s: hint %q does not say how to set advise", filepath.Base(tc.file), r.Hint)
+		}
+	}
+	run := func(backend string) doctor.Result {
+		return find(doctor.Run(context.Background(), doctor.Options{Service: config.ServiceRunner, Proc: t.TempDir(), ShmemTHP: never,
+			Environ: []string{"QUAVON_SANDBOX_BACKEND=" + backend, "QUAVON_SANDBOX_DOCKER_HOST=unix://" + filepath.Join(dir, "none.sock")}}), "huge-pages")
+	}
+	if r := run("docker-runsc"); r.Status != doctor.Warn {
+		t.Errorf("quavon-sandbox-runner on docker-runsc, shmem never: %+v", r)
+	}
+	if r := run("docker-runc-insecure"); r.Status != "absent" {
+		t.Errorf("quavon-sandbox-runner on runc: %+v", r)
+	}
+}
+
+// TestHostHugePages: the services of scripts/test (internal/devenv's
+// EnsureDockerd) leave this host's kernel granting gVisor huge pages, as
+// scripts/scan and quavon dev do, so the sandbox tests and benchmarks run
+// as a well-set-up runner host would.
+func TestHostHugePages(t *testing.T) {
+	t.Parallel()
+	testenv.Docker(t)
+	if r := doctor.HugePages(docker.ShmemTHPFile); r.Status != doctor.Pass {
+		t.Fatalf("after EnsureDockerd: %s %s (%s)", r.Status, r.Detail, r.Hint)
 	}
 }
