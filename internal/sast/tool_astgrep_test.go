@@ -3,6 +3,7 @@ package sast
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -104,5 +105,49 @@ func TestASTGrepConfigLoadsTheChangesLanguages(t *testing.T) {
 		if strings.Contains(string(data), "testConfigs") {
 			t.Errorf("%v: the scan's config names the tests", c.exts)
 		}
+	}
+}
+
+// TestCompactASTGrepKeepsTheFindings: the driver's compaction of ast-grep's
+// report (compactASTGrep) leaves the parser the same findings and tool
+// errors, on the fixtures (with and without metadata) and matches the
+// parser drops (an unknown severity, a bad range), and leaves a line that
+// is not a match as it was.
+func TestCompactASTGrepKeepsTheFindings(t *testing.T) {
+	t.Parallel()
+	odd := `{"ruleId":"r","severity":"fatal","message":"m","file":"a.py","range":{"start":{"line":1,"column":0},"end":{"line":1,"column":3}}}` + "\n" +
+		`{"ruleId":"r","severity":"error","message":"m","file":"a.py","range":{"start":{"line":-1,"column":0},"end":{"line":1,"column":3}}}` + "\n"
+	for name, raw := range map[string][]byte{
+		"ast-grep.jsonl":          fixture(t, "ast-grep.jsonl"),
+		"ast-grep-metadata.jsonl": fixture(t, "ast-grep-metadata.jsonl"),
+		"odd lines":               append(fixture(t, "ast-grep-metadata.jsonl"), odd...),
+	} {
+		path := filepath.Join(t.TempDir(), "ast-grep.json")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		compactASTGrep(path)
+		compact, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(compact) >= len(raw)/2 {
+			t.Errorf("%s: %d bytes compacted to %d", name, len(raw), len(compact))
+		}
+		want, werr := Parse(ToolASTGrep, raw, "/work")
+		got, gerr := Parse(ToolASTGrep, compact, "/work")
+		if werr != nil || gerr != nil || len(want.Findings) == 0 {
+			t.Fatalf("%s: %d findings, parse errors %v / %v", name, len(want.Findings), werr, gerr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: compacted report parses to\n%+v\nwant\n%+v", name, got, want)
+		}
+	}
+	// Lines that are not matches stay byte for byte.
+	path := filepath.Join(t.TempDir(), "ast-grep.json")
+	os.WriteFile(path, append(fixture(t, "ast-grep.jsonl"), "not json at all\n"...), 0o644)
+	compactASTGrep(path)
+	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "\nnot json at all\n") {
+		t.Errorf("a line that is not a match was changed: %q", b)
 	}
 }
