@@ -333,7 +333,7 @@ func HugePages(file string) Result {
 		r.Status, r.Detail = Warn, err.Error()
 		r.Hint = "gVisor asks for huge pages on a kernel with transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)"
 	case !docker.ShmemTHPServesGVisor(v):
-		r.Status, r.Detail = Warn, fmt.Sprintf("shmem_enabled is %s: sandboxed programs run on 4 KiB pages, a scan about 13%% more slowly", v)
+		r.Status, r.Detail = Warn, fmt.Sprintf("shmem_enabled is %s: %s", v, docker.ShmemTHPCost)
 		r.Hint = "echo advise > " + file + " (only memory that asks for huge pages gets them; keep it across reboots, e.g. with sysfsutils or a systemd-tmpfiles line: w " + file + " - - - - advise)"
 	default:
 		r.Status, r.Detail = Pass, fmt.Sprintf("shmem_enabled is %s: gVisor's application memory gets huge pages", v)

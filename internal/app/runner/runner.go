@@ -235,7 +235,7 @@ func warnShmemTHP(log *slog.Logger, file string) {
 	case err != nil:
 		log.Warn("cannot read the host's huge page setting for gVisor", slog.String("file", file), slog.String("error", err.Error()))
 	case !docker.ShmemTHPServesGVisor(v):
-		log.Warn("the host's kernel gives gVisor no huge pages: sandboxed programs run on 4 KiB pages, a scan about 13% more slowly; on the host: echo advise > "+file,
+		log.Warn("the host's kernel gives gVisor no huge pages: "+docker.ShmemTHPCost+"; on the host: echo advise > "+file,
 			slog.String("file", file), slog.String("value", v))
 	}
 }
