@@ -130,3 +130,76 @@ func TestESLintParsesCommonDialects(t *testing.T) {
 		}
 	}
 }
+
+// The driver runs lint.mjs (ESLint's Node.js API with security.config.js
+// imported) as the scanners image's lint.bundle.mjs, not ESLint's command
+// line: on every dialect sample, README.md included (a file no config entry
+// matches), broken.js (a parse error) and the TypeScript files (the parser
+// loaded on first use from outside the bundle), the bundle, with and without
+// V8's JIT, and this directory's lint.mjs unbundled must write the command
+// line's report byte for byte and exit as it does.
+func TestESLintProgramMatchesCommandLine(t *testing.T) {
+	t.Parallel()
+	image := scannersImage(t)
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(eslintDialects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, e := range entries {
+		files = append(files, e.Name())
+	}
+	// Each run prints its exit status, then its report, on one line each.
+	script := `set -u
+run() { rc=0; "$@" >/dev/null 2>/tmp/err || rc=$?; echo "$rc"; cat /tmp/o || true; echo; rm -f /tmp/o; }
+eslint --no-config-lookup --no-inline-config -c /opt/quavon/eslint/security.config.js -f json -o /tmp/o -- "$@"
+rc=$?; echo "$rc"; cat /tmp/o; echo; rm -f /tmp/o
+run node --jitless /opt/quavon/eslint/lint.bundle.mjs -o /tmp/o -- "$@"
+run node /opt/quavon/eslint/lint.bundle.mjs -o /tmp/o -- "$@"
+run node /opt/quavon/src-eslint/lint.mjs -o /tmp/o -- "$@"
+`
+	ctx, cancel := context.WithTimeout(context.Background(), astGrepTimeout)
+	defer cancel()
+	args := []string{"run", "--rm", "--network", "none", "--read-only", "--tmpfs", "/tmp",
+		"-v", filepath.Join(wd, "eslint") + ":/opt/quavon/src-eslint:ro",
+		"-v", filepath.Join(wd, eslintDialects) + ":/src:ro", "-w", "/src",
+		"--entrypoint", "/bin/sh", image, "-c", script, "sh"}
+	cmd := exec.CommandContext(ctx, "docker", append(args, files...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", cmd, err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	names := []string{"eslint (command line)", "lint.bundle.mjs --jitless", "lint.bundle.mjs", "lint.mjs"}
+	if len(lines) != 2*len(names) {
+		t.Fatalf("%d lines of output, want %d:\n%s", len(lines), 2*len(names), out)
+	}
+	wantRC, want := lines[0], lines[1]
+	if wantRC != "1" {
+		t.Fatalf("eslint exited %s, want 1 (findings and a parse error)", wantRC)
+	}
+	var results []eslintResult
+	if err := json.Unmarshal([]byte(want), &results); err != nil || len(results) != len(files) {
+		t.Fatalf("eslint's report (%v): %d files, want %d", err, len(results), len(files))
+	}
+	for i, name := range names[1:] {
+		rc, got := lines[2*(i+1)], lines[2*(i+1)+1]
+		if rc != wantRC {
+			t.Errorf("%s exited %s, want %s", name, rc, wantRC)
+		}
+		if got != want {
+			at := 0
+			for at < len(got) && at < len(want) && got[at] == want[at] {
+				at++
+			}
+			from := max(0, at-300)
+			t.Errorf("%s wrote a different report; from byte %d:\n%.800s\nwant:\n%.800s", name, from, got[from:], want[from:])
+		}
+	}
+}

@@ -19,16 +19,15 @@
 // likeliest real mistake), and the message names the three attempts, so the
 // file shows up as not scanned instead of silently scanned by nothing.
 //
-// espree, eslint-scope and eslint-visitor-keys are taken from ESLint's own
-// dependencies, so they are the versions ESLint would use itself.
-import { createRequire } from "node:module";
+// espree, eslint-scope and eslint-visitor-keys are the copies ESLint uses
+// itself: the image has one of each, beside ESLint (deploy/images/build
+// fails when ESLint gets its own nested version). Static imports, so that
+// the bundle of ./lint.mjs holds them.
 import path from "node:path";
+import * as espree from "espree";
+import * as eslintScope from "eslint-scope";
+import * as visitorKeys from "eslint-visitor-keys";
 import tsParser from "./ts-parser.js";
-
-const fromESLint = createRequire(createRequire(import.meta.url).resolve("eslint/package.json"));
-const espree = fromESLint("espree");
-const eslintScope = fromESLint("eslint-scope");
-const visitorKeys = fromESLint("eslint-visitor-keys");
 
 // Parse attempts by file extension.
 const ATTEMPTS = {

@@ -72,6 +72,19 @@ func (f *fixture) tool(t *testing.T, name, script string) {
 	}
 }
 
+// optFile makes an empty file at name (slash-separated) in the image's
+// Quavon directory.
+func (f *fixture) optFile(t *testing.T, name string) {
+	t.Helper()
+	p := filepath.Join(f.cfg.Opt, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fixture) run(t *testing.T) map[sast.Tool]sast.ToolRun {
 	t.Helper()
 	if err := Run(context.Background(), f.cfg); err != nil {
@@ -99,13 +112,13 @@ func TestStatuses(t *testing.T) {
 	f := newFixture(t, map[string]string{"a.py": "x = 1\n", "b.go": "package b\n"}, []string{"a.py", "b.go"}, sast.Request{
 		TimeoutSeconds: 1,
 	})
-	f.tool(t, "bandit", writeOut+"; exit 1")           // findings: exit 1 is ok
-	f.tool(t, "gitleaks", "exit 7")                    // error exit
-	f.tool(t, "quavon-gosec", "/bin/sleep 30")         // hangs
-	f.tool(t, "go", "exit 0")                          //
-	f.tool(t, "ast-grep", "echo; exit 0")              // report on stdout
-	f.tool(t, "eslint", "echo should not run; exit 9") // no JS file changed
-	f.tool(t, "node", "echo should not run; exit 9")   // ESLint's; no ruff/check.mjs: ruff is missing
+	f.tool(t, "bandit", writeOut+"; exit 1")         // findings: exit 1 is ok
+	f.tool(t, "gitleaks", "exit 7")                  // error exit
+	f.tool(t, "quavon-gosec", "/bin/sleep 30")       // hangs
+	f.tool(t, "go", "exit 0")                        //
+	f.tool(t, "ast-grep", "echo; exit 0")            // report on stdout
+	f.tool(t, "node", "echo should not run; exit 9") // ESLint's: no JS file changed; no ruff/check.mjs: ruff is missing
+	f.optFile(t, "eslint/lint.bundle.mjs")           // ESLint's program
 	got := f.run(t)
 	want := map[sast.Tool]sast.Status{
 		sast.ToolBandit: sast.StatusOK, sast.ToolGitleaks: sast.StatusFailed, sast.ToolGosec: sast.StatusTimedOut,
