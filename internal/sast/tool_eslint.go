@@ -28,8 +28,8 @@ var eslint = &Scanner{
 // `--no-config-lookup --no-inline-config -c security.config.js -f json -o
 // OUT` through its Node.js API) bundled by deploy/images/build with
 // everything it imports, so that Node reads one file instead of resolving
-// some 400 modules: under runsc ESLint on 17 files took 1.24–1.65 s instead
-// of 1.77–2.66 s (deploy/images/README.md), the same report. Without
+// some 400 modules: under runsc ESLint on 17 files took 1.3–1.4 s instead
+// of 2.0–2.4 s (deploy/images/README.md), the same report. Without
 // --no-warn-ignored: a file ESLint ignores (its default ignores, a file no
 // config entry matches) comes back as a warning without a rule, which the
 // parser reports as a file not scanned.
