@@ -91,6 +91,9 @@ type Runner struct {
 	ImagesLock    string
 	ID            string // empty: the host name
 	Concurrency   int
+	// Prestart is how many job shapes a Docker backend keeps a container
+	// started ahead for (internal/sandbox/runner/docker/prestart.go).
+	Prestart int
 	// CeilingJSON clamps every job's limits (SANDBOX_LIMIT_CEILING); empty
 	// means the built-in ceiling. The runner's assembly decodes it.
 	CeilingJSON string
@@ -594,6 +597,7 @@ func (r *reader) runner(core Core) Runner {
 		ImagesLock:    r.vals["QUAVON_SANDBOX_IMAGES_LOCK"],
 		ID:            r.vals["QUAVON_SANDBOX_RUNNER_ID"],
 		Concurrency:   r.intRange("QUAVON_SANDBOX_CONCURRENCY", 1, 256),
+		Prestart:      r.intRange("QUAVON_SANDBOX_PRESTART", 0, 16),
 		CeilingJSON:   r.vals["QUAVON_SANDBOX_LIMIT_CEILING"],
 		DockerHost:    r.vals["QUAVON_SANDBOX_DOCKER_HOST"],
 		EgressNetwork: r.vals["QUAVON_SANDBOX_EGRESS_NETWORK"],

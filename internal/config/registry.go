@@ -143,6 +143,7 @@ var registry = []Setting{
 	{Name: "QUAVON_SANDBOX_IMAGES_LOCK", Default: "/etc/quavon/images.lock.json", group: gRunner, Doc: "image lockfile (read-only)"},
 	{Name: "QUAVON_SANDBOX_RUNNER_ID", group: gRunner, Doc: "runner id in results (default: the host name)"},
 	{Name: "QUAVON_SANDBOX_CONCURRENCY", Default: "2", group: gRunner, Doc: "jobs a runner runs at once"},
+	{Name: "QUAVON_SANDBOX_PRESTART", Default: "0", group: gRunner, Doc: "Docker backends: how many job shapes (image, limits, environment) get a container started ahead of their next job, each serving one job: saves the container's start (~0.2 s runc, ~0.5 s gVisor), but a waiting gVisor sandbox uses CPU (~5% of a core) and slows other work on the host; jobs with setup-step egress never get one"},
 	{Name: "QUAVON_SANDBOX_LIMIT_CEILING", group: gRunner, Doc: "JSON object of every limit; each job's limits are clamped to it (default built in)"},
 	{Name: "QUAVON_SANDBOX_DOCKER_HOST", Default: "unix:///var/run/docker.sock", group: gRunner, Doc: "the Docker Engine (never from a job)"},
 	{Name: "QUAVON_SANDBOX_REGISTRIES", group: gRunner, Doc: "registry hosts setup steps may reach (comma-separated); empty: egress `registries` is refused"},

@@ -126,8 +126,13 @@ type Backend struct {
 	docker *dockerclient.Client
 }
 
-// Close closes the engine client.
-func (b *Backend) Close() error { return b.docker.Close() }
+// Close removes the containers started ahead and closes the engine
+// client.
+func (b *Backend) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return errors.Join(b.Backend.Close(ctx), b.docker.Close())
+}
 
 // OpenBackend applies the backend policy (SB11: gVisor unless development
 // explicitly allows runc; never a fallback), logs the insecure mode's
@@ -222,6 +227,12 @@ func openDocker(ctx context.Context, rc config.Runner, log *slog.Logger) (*Backe
 	if rc.Backend == config.BackendRunsc {
 		warnShmemTHP(log, docker.ShmemTHPFile)
 	}
+	if n, err := b.RemoveLeftovers(ctx); err != nil {
+		log.Warn("sandbox: prestarted containers of an earlier runner not removed", slog.String("error", err.Error()))
+	} else if n > 0 {
+		log.Info("sandbox: removed prestarted containers of an earlier runner", slog.Int("containers", n))
+	}
+	b.Prestart(rc.Prestart)
 	return &Backend{Backend: b, docker: dc}, nil
 }
 
@@ -367,7 +378,7 @@ func New(ctx context.Context, cfg config.RunnerConfig, log *slog.Logger, openers
 	}
 	log.Info("sandbox runner started", slog.String("runner_id", id), slog.String("pool", cfg.Pool),
 		slog.String("backend", backend.Name()), slog.String("runtime", backend.Runtime()),
-		slog.String("key_id", keys.Current().ID()), slog.Int("concurrency", cfg.Runner.Concurrency))
+		slog.String("key_id", keys.Current().ID()), slog.Int("concurrency", cfg.Runner.Concurrency), slog.Int("prestart", cfg.Runner.Prestart))
 	return s, nil
 }
 

@@ -85,6 +85,14 @@ func StartLocal(ctx context.Context, cfg config.ScanConfig, logOut io.Writer) (*
 	return &Local{Client: l.Client, Backend: backend.Name(), Runtime: backend.Runtime(), valkey: vk, local: l, backend: backend}, nil
 }
 
+// Prestart sets how many job shapes get a container started ahead
+// (QUAVON_SANDBOX_PRESTART; `quavon scan` itself keeps none) and removes
+// those beyond; WaitPrestarts waits until none is being started.
+func (l *Local) Prestart(keep int) { l.backend.Prestart(keep) }
+
+// WaitPrestarts: see Prestart.
+func (l *Local) WaitPrestarts() { l.backend.WaitPrestarts() }
+
 // Close stops the runner and the private Valkey.
 func (l *Local) Close() {
 	l.local.Close()

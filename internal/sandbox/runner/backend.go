@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"io"
+	"maps"
 	"net/netip"
+	"slices"
 
 	"github.com/quavon/quavon/internal/sandbox"
 )
@@ -53,11 +55,11 @@ type Backend interface {
 }
 
 // ContainerEnv is the complete environment of a job's container: fixed PATH
-// and HOME plus the job's allowlisted keys.
+// and HOME plus the job's allowlisted keys, in the keys' order.
 func ContainerEnv(job *sandbox.SandboxJob) []string {
 	env := []string{"PATH=" + SandboxPath, "HOME=" + SandboxHome}
-	for k, v := range job.Env {
-		env = append(env, string(k)+"="+v)
+	for _, k := range slices.Sorted(maps.Keys(job.Env)) {
+		env = append(env, string(k)+"="+job.Env[k])
 	}
 	return env
 }

@@ -51,6 +51,7 @@ type Backend struct {
 	cli     *client.Client
 	mode    Mode
 	runtime string
+	pool    prestartPool
 }
 
 var _ runner.Backend = (*Backend)(nil)
@@ -175,34 +176,28 @@ func (b *Backend) ContainerConfig(spec runner.ContainerSpec) (*container.Config,
 	return cfg, host
 }
 
-// Exec runs one sandbox container to the end and removes it.
+// Exec runs one sandbox container to the end and removes it. The
+// container is one started ahead for the job's shape when there is one
+// (prestart.go), otherwise it is created and started now.
 func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.Reader, stdout io.Writer) (res runner.ExecResult, err error) {
 	cfg, host := b.ContainerConfig(spec)
-	created, err := b.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
-	if err != nil {
-		return res, fmt.Errorf("docker: create: %w", err)
+	shape := b.shapeOf(spec, cfg, host)
+	c := b.take(shape)
+	if c == nil {
+		if c, err = b.start(ctx, cfg, host); err != nil {
+			return res, err
+		}
 	}
-	id := created.ID
+	id, att, waitC, waitErr := c.id, c.att, c.waitC, c.waitErr
 	// Removal must happen whatever ctx has become.
 	cleanup := context.WithoutCancel(ctx)
 	defer func() {
-		rctx, cancel := context.WithTimeout(cleanup, 30*time.Second)
-		defer cancel()
-		if rerr := b.cli.ContainerRemove(rctx, id, container.RemoveOptions{Force: true}); rerr != nil && err == nil {
-			err = fmt.Errorf("docker: remove %s: %w", id[:12], rerr)
+		if rerr := b.remove(cleanup, c); rerr != nil && err == nil {
+			err = rerr
 		}
+		// The next job of this shape finds its container started.
+		b.refill(shape, cfg, host)
 	}()
-
-	att, err := b.cli.ContainerAttach(ctx, id, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
-	if err != nil {
-		return res, fmt.Errorf("docker: attach: %w", err)
-	}
-	defer att.Close()
-	// Register the wait before starting, so a fast exit is not missed.
-	waitC, waitErr := b.cli.ContainerWait(cleanup, id, container.WaitConditionNextExit)
-	if err := b.cli.ContainerStart(ctx, id, container.StartOptions{}); err != nil {
-		return res, fmt.Errorf("docker: start: %w", err)
-	}
 
 	copied := make(chan error, 1)
 	go func() {
