@@ -11,7 +11,8 @@ import (
 )
 
 // fuzzParse fuzzes one tool's parser, seeded with its real reports: it
-// must not panic, and whatever it returns must be within the caps.
+// must not panic, whatever it returns must be within the caps, and the
+// tool's compaction (compact.go) must not change what it returns.
 func fuzzParse(f *testing.F, tool Tool, seeds ...string) {
 	for _, s := range seeds {
 		raw, err := os.ReadFile(filepath.Join("testdata", "reports", s))
@@ -25,6 +26,7 @@ func fuzzParse(f *testing.F, tool Tool, seeds ...string) {
 	f.Add([]byte("[]"))
 	f.Add([]byte("{}"))
 	f.Fuzz(func(t *testing.T, raw []byte) {
+		compactKeepsParse(t, tool, raw)
 		for _, root := range []string{fixtureRoot, "/", ""} {
 			p, err := Parse(tool, raw, root)
 			if err != nil {

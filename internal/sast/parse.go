@@ -131,4 +131,13 @@ func (l *lineCol) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// MarshalJSON writes what UnmarshalJSON reads back as l: "12" or "12-14".
+func (l lineCol) MarshalJSON() ([]byte, error) {
+	s := strconv.Itoa(l.start)
+	if l.end != l.start {
+		s += "-" + strconv.Itoa(l.end)
+	}
+	return json.Marshal(s)
+}
+
 func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -42,6 +42,9 @@ type Scanner struct {
 	Numbering func(text []byte) (Terminators, string)
 	// parse reads the tool's raw report into c.
 	parse func(c *collector, raw []byte) error
+	// compact, when set, rewrites a raw report with only what parse reads
+	// (CompactReport); false leaves it whole.
+	compact func(raw []byte) ([]byte, bool)
 }
 
 // Target is one request file as an invocation gets it.

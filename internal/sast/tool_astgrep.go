@@ -26,6 +26,7 @@ var astGrep = &Scanner{
 	Invoke:   invokeASTGrep,
 	Neutral:  true,
 	parse:    parseASTGrep,
+	compact:  compactASTGrep,
 }
 
 // invokeASTGrep scans a copy of the files alone (no repository sgconfig.yml
@@ -68,31 +69,17 @@ func invokeASTGrep(w *Workspace, files []Target) (*Invocation, error) {
 	}
 	argv := append([]string{bin, "scan", "-c", config,
 		"--json=stream", "--include-metadata", "--"}, names...)
-	out := w.OutPath(ToolASTGrep)
-	inv.Cmds = []Command{{Argv: argv, Dir: dir, Env: w.Env(astGrepMalloc), OKExit: []int{0, 1}, Stdout: out}}
-	inv.Finish = func() ([]FileNote, error) {
-		compactASTGrep(out)
-		return nil, nil
-	}
+	inv.Cmds = []Command{{Argv: argv, Dir: dir, Env: w.Env(astGrepMalloc), OKExit: []int{0, 1}, Stdout: w.OutPath(ToolASTGrep)}}
 	return inv, nil
 }
 
-// compactASTGrep rewrites ast-grep's report at path with only what
-// parseASTGrep reads of each match. A match is ~2 KB in ast-grep's JSON
-// (the rule's note, the matched text and lines, meta-variables, labels,
-// byte offsets) and ~0.27 KB without them: on the 50-file benchmark the
-// report shrank from 497 KB to 65 KB and the signed result from 774 KB to
-// 282 KB, which the runner canonicalises and signs, Valkey carries and the
-// worker verifies, canonicalises again and decodes: from the job's end to
-// the result in the worker's hands took 120-150 ms before, 50-90 ms after. A line that does not decode as a match stays as it is,
-// for the parser to report; a report that cannot be read or written, or
-// is over the parser's cap, is left whole. parseASTGrep finds the same in
-// both (TestCompactASTGrepKeepsTheFindings).
-func compactASTGrep(path string) {
-	raw, err := os.ReadFile(path)
-	if err != nil || len(raw) > MaxReportBytes {
-		return
-	}
+// compactASTGrep keeps of each match what parseASTGrep reads. A match is
+// ~2 KB in ast-grep's JSON (the rule's note, the matched text and lines,
+// meta-variables, labels, byte offsets) and ~0.27 KB without them: on the
+// 50-file benchmark the report shrank from 497 KB to 65 KB (compact.go). A
+// line that does not decode as a match stays as it is, for the parser to
+// report.
+func compactASTGrep(raw []byte) ([]byte, bool) {
 	var b bytes.Buffer
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(nil, MaxReportBytes+1)
@@ -107,10 +94,7 @@ func compactASTGrep(path string) {
 		b.Write(line)
 		b.WriteByte('\n')
 	}
-	if sc.Err() != nil || b.Len() >= len(raw) {
-		return
-	}
-	os.WriteFile(path, b.Bytes(), 0o644)
+	return b.Bytes(), sc.Err() == nil
 }
 
 // astGrepMalloc has glibc's malloc grow its heaps in 64 MiB steps and keep

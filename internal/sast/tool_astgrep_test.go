@@ -109,7 +109,7 @@ func TestASTGrepConfigLoadsTheChangesLanguages(t *testing.T) {
 }
 
 // TestCompactASTGrepKeepsTheFindings: the driver's compaction of ast-grep's
-// report (compactASTGrep) leaves the parser the same findings and tool
+// report (CompactReport, compactASTGrep) leaves the parser the same findings and tool
 // errors, on the fixtures (with and without metadata) and matches the
 // parser drops (an unknown severity, a bad range), and leaves a line that
 // is not a match as it was.
@@ -126,7 +126,7 @@ func TestCompactASTGrepKeepsTheFindings(t *testing.T) {
 		if err := os.WriteFile(path, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		compactASTGrep(path)
+		CompactReport(ToolASTGrep, path)
 		compact, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestCompactASTGrepKeepsTheFindings(t *testing.T) {
 	// Lines that are not matches stay byte for byte.
 	path := filepath.Join(t.TempDir(), "ast-grep.json")
 	os.WriteFile(path, append(fixture(t, "ast-grep.jsonl"), "not json at all\n"...), 0o644)
-	compactASTGrep(path)
+	CompactReport(ToolASTGrep, path)
 	if b, _ := os.ReadFile(path); !strings.Contains(string(b), "\nnot json at all\n") {
 		t.Errorf("a line that is not a match was changed: %q", b)
 	}

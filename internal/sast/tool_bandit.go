@@ -20,6 +20,7 @@ var bandit = &Scanner{
 	Neutral:    true,
 	Numbering:  pythonNumbering,
 	parse:      parseBandit,
+	compact:    compactBandit,
 }
 
 // invokeBandit runs bandit over the neutral names: --ini so no .bandit is
@@ -58,6 +59,21 @@ type banditResult struct {
 	CWE          *struct {
 		ID json.Number `json:"id"`
 	} `json:"issue_cwe"`
+}
+
+// compactBandit keeps of bandit's report what parseBandit reads: bandit
+// adds each result's code, confidence and more, and per-file metrics.
+func compactBandit(raw []byte) ([]byte, bool) {
+	var r banditReport
+	if decodeStrict(raw, &r) != nil {
+		return nil, false
+	}
+	var ok bool
+	if r.Results, ok = compactElements[banditResult](r.Results); !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(&r)
+	return b, err == nil
 }
 
 // banditSeverity maps bandit's issue severity onto ours. Confidence is not

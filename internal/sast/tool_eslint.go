@@ -2,6 +2,7 @@ package sast
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ var eslint = &Scanner{
 	Neutral:    true,
 	Numbering:  func([]byte) (Terminators, string) { return LinesJS, "" },
 	parse:      parseESLint,
+	compact:    compactESLint,
 }
 
 // eslintProgram is Quavon's ESLint program in the image's Quavon
@@ -76,6 +78,28 @@ type eslintMessage struct {
 	EndLine   int     `json:"endLine"`
 	EndColumn int     `json:"endColumn"`
 	Fatal     bool    `json:"fatal"`
+}
+
+// compactESLint keeps of ESLint's report what parseESLint reads: ESLint
+// adds each file's source when it has messages, counts, suppressed
+// messages and each message's fixes and suggestions.
+func compactESLint(raw []byte) ([]byte, bool) {
+	return compactArray[compactESLintFile](raw)
+}
+
+// compactESLintFile is an eslintFile that compacts its messages as it is
+// decoded.
+type compactESLintFile eslintFile
+
+func (f *compactESLintFile) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, (*eslintFile)(f)); err != nil {
+		return err
+	}
+	var ok bool
+	if f.Messages, ok = compactElements[eslintMessage](f.Messages); !ok {
+		return errors.New("malformed message")
+	}
+	return nil
 }
 
 // parseESLint reads ESLint's -f json: filePath is absolute; a message

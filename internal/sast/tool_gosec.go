@@ -27,9 +27,10 @@ var gosec = &Scanner{
 	InfoURI:    "https://github.com/securego/gosec",
 	Programs:   []string{"quavon-gosec", "go"},
 	// gosec type-checks whole packages: the slowest tool.
-	Cost:   12,
-	Invoke: invokeGosec,
-	parse:  parseGosec,
+	Cost:    12,
+	Invoke:  invokeGosec,
+	parse:   parseGosec,
+	compact: compactGosec,
 }
 
 // goEnv pins the Go command to the image's toolchain and module cache:
@@ -264,6 +265,21 @@ type gosecIssue struct {
 	File    string  `json:"file"`
 	Line    lineCol `json:"line"`
 	Column  lineCol `json:"column"`
+}
+
+// compactGosec keeps of gosec's report what parseGosec reads: gosec adds
+// each issue's code, confidence, nosec and suppressions, and its stats.
+func compactGosec(raw []byte) ([]byte, bool) {
+	var r gosecReport
+	if decodeStrict(raw, &r) != nil {
+		return nil, false
+	}
+	var ok bool
+	if r.Issues, ok = compactElements[gosecIssue](r.Issues); !ok {
+		return nil, false
+	}
+	b, err := json.Marshal(&r)
+	return b, err == nil
 }
 
 // gosecSeverity maps gosec's severity onto ours (confidence not folded in).

@@ -21,6 +21,7 @@ var ruff = &Scanner{
 	Neutral:    true,
 	Numbering:  pythonNumbering,
 	parse:      parseRuff,
+	compact:    compactArray[ruffDiagnostic],
 }
 
 // invokeRuff runs Quavon's wrapper, which reads no configuration file and

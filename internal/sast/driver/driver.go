@@ -327,6 +327,7 @@ func (d *driver) run(ctx context.Context, t sast.Tool) (r sast.ToolRun) {
 		r.Status, r.Error = sast.StatusFailed, "the tool wrote no report"
 		return r
 	}
+	sast.CompactReport(t, d.ws.OutPath(t))
 	r.Status, r.Output = sast.StatusOK, sast.OutputArtefact(t)
 	return r
 }
