@@ -182,7 +182,7 @@ func (b *Backend) ContainerConfig(spec runner.ContainerSpec) (*container.Config,
 func (b *Backend) Exec(ctx context.Context, spec runner.ContainerSpec, stdin io.Reader, stdout io.Writer) (res runner.ExecResult, err error) {
 	cfg, host := b.ContainerConfig(spec)
 	shape := b.shapeOf(spec, cfg, host)
-	c := b.take(shape)
+	c := b.take(ctx, shape)
 	if c == nil {
 		if c, err = b.start(ctx, cfg, host); err != nil {
 			return res, err

@@ -107,7 +107,7 @@ func (b *Backend) shapeOf(spec runner.ContainerSpec, cfg *container.Config, host
 
 // take hands out the container started for shape, if there is one that is
 // still running.
-func (b *Backend) take(shape string) *started {
+func (b *Backend) take(ctx context.Context, shape string) *started {
 	if shape == "" {
 		return nil
 	}
@@ -124,7 +124,13 @@ func (b *Backend) take(shape string) *started {
 	case <-c.waitC:
 	case <-c.waitErr:
 	default:
-		return c
+		// The wait stream reports an exit some time after the engine
+		// knows of it: the engine's own state decides (a few ms against
+		// the ~200 ms a start costs).
+		info, err := b.cli.ContainerInspect(ctx, c.id)
+		if err == nil && info.State != nil && info.State.Running && !info.State.Paused && !info.State.Restarting {
+			return c
+		}
 	}
 	// It died while it waited: the job gets a fresh one.
 	b.remove(context.Background(), c)
