@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -106,6 +107,10 @@ func BenchmarkScan50Files(b *testing.B) {
 		res, _ := job(l, processStarts)
 		bd.add(processStartsRow, time.Duration(res.Steps[len(res.Steps)-1].DurationMillis)*time.Millisecond)
 		l.WaitPrestarts()
+		// And one system call: the tax on everything else they do.
+		res, _ = job(l, syscalls)
+		bd.add(syscallsRow, time.Duration(res.Steps[len(res.Steps)-1].DurationMillis)*time.Millisecond)
+		l.WaitPrestarts()
 
 		t0 := time.Now()
 		out, err := scan.Run(ctx, l.Client, plan, scan.Options{})
@@ -144,6 +149,7 @@ func BenchmarkScan50Files(b *testing.B) {
 	}
 	b.StopTimer()
 	b.Logf("load average after: %s", loadavg())
+	switchUS := switchRoundTrip(b)
 	// Printed, not logged: the test framework cuts a benchmark's log to
 	// a few lines without -v.
 	// The host's huge pages for gVisor are about 13% of the runsc column
@@ -152,20 +158,26 @@ func BenchmarkScan50Files(b *testing.B) {
 	if err != nil {
 		thp = err.Error()
 	}
-	fmt.Printf("BenchmarkScan50Files: mean per scan (ms), %d iteration(s), load average %s, shmem huge pages %s:\n%s\n", b.N, loadavg(), thp, formatBreakdown(b.N,
-		[]string{"runsc", "runc", "direct"}, []*breakdown{sandboxed, runc, direct}))
+	fmt.Printf("BenchmarkScan50Files: mean per scan (ms), %d iteration(s), load average %s, shmem huge pages %s, host thread switch and back %.1f µs:\n%s\n",
+		b.N, loadavg(), thp, switchUS, formatBreakdown(b.N, []string{"runsc", "runc", "direct"}, []*breakdown{sandboxed, runc, direct}))
 	n := float64(b.N)
 	b.ReportMetric(float64(direct.sum["total"].Milliseconds())/n, "direct-ms/op")
 	b.ReportMetric(float64(sandboxed.sum["total"].Milliseconds())/n, "scan-ms/op")
 	b.ReportMetric(float64(runc.sum["total"].Milliseconds())/n, "runc-ms/op")
 	b.ReportMetric(float64(sandboxed.sum["total"])/float64(direct.sum["total"]), "scan/direct")
 	b.ReportMetric(float64(runc.sum["total"])/float64(direct.sum["total"]), "runc-scan/direct")
+	b.ReportMetric(switchUS, "switch-us")
 }
 
 // processStarts starts /bin/true 20 times; processStartsRow is its time.
+// syscalls makes 100,000 system calls (dd copying one byte at a time:
+// a read and a write each); syscallsRow is its time, so the row in
+// milliseconds is ten times the microseconds one system call takes.
 const (
 	processStarts    = "i=0; while [ $i -lt 20 ]; do /bin/true; i=$((i+1)); done"
 	processStartsRow = "20 process starts (/bin/true, in the run step)"
+	syscalls         = "dd if=/dev/zero of=/dev/null bs=1 count=50000 2>/dev/null"
+	syscallsRow      = "100,000 system calls (dd bs=1, in the run step)"
 )
 
 // breakdown sums one mode's phases and tools over the iterations, keeping
@@ -357,4 +369,66 @@ func runDirect(b *testing.B, rootfs string, plan *scan.Plan, bd *breakdown) {
 		b.Fatalf("process starts: %v: %s", err, outText)
 	}
 	bd.add(processStartsRow, time.Since(t2))
+	cmd = exec.Command("/bin/sh", "-c", syscalls)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+	t3 := time.Now()
+	if outText, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("system calls: %v: %s", err, outText)
+	}
+	bd.add(syscallsRow, time.Since(t3))
+}
+
+// switchRoundTrip is what the host takes to switch from one thread to
+// another and back (two threads passing a byte to and fro over two
+// pipes, as perf bench sched pipe -T does), in microseconds. gVisor's
+// systrap serves each system call and each page fault the sentry handles
+// by switching from the sandboxed thread to the sentry and back, so this
+// is the floor of what the sandbox adds to every one of them: about
+// 25 µs on this repository's machines, which are PVM guests (the
+// kernel's pvm_* paravirtual operations), where a switch goes through
+// the hypervisor (deploy/images/README.md).
+func switchRoundTrip(b *testing.B) float64 {
+	b.Helper()
+	const rounds = 20_000
+	var ping, pong [2]int
+	for _, p := range []*[2]int{&ping, &pong} {
+		if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+			b.Fatal(err)
+		}
+		defer syscall.Close(p[0])
+		defer syscall.Close(p[1])
+	}
+	done := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		buf := []byte{0}
+		for range rounds {
+			if _, err := syscall.Read(ping[0], buf); err != nil {
+				done <- err
+				return
+			}
+			if _, err := syscall.Write(pong[1], buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	buf := []byte{0}
+	t0 := time.Now()
+	for range rounds {
+		if _, err := syscall.Write(ping[1], buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := syscall.Read(pong[0], buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := time.Since(t0)
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	return float64(d.Microseconds()) / rounds
 }
