@@ -102,15 +102,13 @@ func BenchmarkScan50Files(b *testing.B) {
 		_, d = job(l, "true")
 		bd.add("  no-op job (prestarted container)", d)
 		l.WaitPrestarts()
-		// What one process start costs in there: gVisor's tax on every
-		// program a tool runs.
-		res, _ := job(l, processStarts)
-		bd.add(processStartsRow, time.Duration(res.Steps[len(res.Steps)-1].DurationMillis)*time.Millisecond)
-		l.WaitPrestarts()
-		// And one system call: the tax on everything else they do.
-		res, _ = job(l, syscalls)
-		bd.add(syscallsRow, time.Duration(res.Steps[len(res.Steps)-1].DurationMillis)*time.Millisecond)
-		l.WaitPrestarts()
+		// What a process start and a system call cost in there: gVisor's
+		// tax on every program a tool runs and on much of what it does.
+		for _, p := range probes {
+			res, _ := job(l, p.command)
+			bd.add(p.row, time.Duration(res.Steps[len(res.Steps)-1].DurationMillis)*time.Millisecond)
+			l.WaitPrestarts()
+		}
 
 		t0 := time.Now()
 		out, err := scan.Run(ctx, l.Client, plan, scan.Options{})
@@ -169,16 +167,14 @@ func BenchmarkScan50Files(b *testing.B) {
 	b.ReportMetric(switchUS, "switch-us")
 }
 
-// processStarts starts /bin/true 20 times; processStartsRow is its time.
-// syscalls makes 100,000 system calls (dd copying one byte at a time:
-// a read and a write each); syscallsRow is its time, so the row in
-// milliseconds is ten times the microseconds one system call takes.
-const (
-	processStarts    = "i=0; while [ $i -lt 20 ]; do /bin/true; i=$((i+1)); done"
-	processStartsRow = "20 process starts (/bin/true, in the run step)"
-	syscalls         = "dd if=/dev/zero of=/dev/null bs=1 count=50000 2>/dev/null"
-	syscallsRow      = "100,000 system calls (dd bs=1, in the run step)"
-)
+// probes run in each mode as a job's run step (directly: chrooted into the
+// image): 20 starts of /bin/true, and 100,000 system calls (dd copying one
+// byte at a time, a read and a write each), so that row in milliseconds is
+// ten times the microseconds one system call takes.
+var probes = []struct{ command, row string }{
+	{"i=0; while [ $i -lt 20 ]; do /bin/true; i=$((i+1)); done", "20 process starts (/bin/true, in the run step)"},
+	{"dd if=/dev/zero of=/dev/null bs=1 count=50000 2>/dev/null", "100,000 system calls (dd bs=1, in the run step)"},
+}
 
 // breakdown sums one mode's phases and tools over the iterations, keeping
 // the order in which each row first appeared.
@@ -362,20 +358,15 @@ func runDirect(b *testing.B, rootfs string, plan *scan.Plan, bd *breakdown) {
 	bd.add("host (snapshot, Valkey, normalise)", tree)
 	bd.add("driver", driver)
 	bd.tools(m.Tools)
-	cmd = exec.Command("/bin/sh", "-c", processStarts)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
-	t2 := time.Now()
-	if outText, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("process starts: %v: %s", err, outText)
+	for _, p := range probes {
+		cmd := exec.Command("/bin/sh", "-c", p.command)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
+		t := time.Now()
+		if outText, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s: %v: %s", p.row, err, outText)
+		}
+		bd.add(p.row, time.Since(t))
 	}
-	bd.add(processStartsRow, time.Since(t2))
-	cmd = exec.Command("/bin/sh", "-c", syscalls)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: rootfs, Credential: &syscall.Credential{Uid: 65532, Gid: 65532}}
-	t3 := time.Now()
-	if outText, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("system calls: %v: %s", err, outText)
-	}
-	bd.add(syscallsRow, time.Since(t3))
 }
 
 // switchRoundTrip is what the host takes to switch from one thread to
